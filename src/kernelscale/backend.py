@@ -1,0 +1,97 @@
+"""Array-backend selection: numpy on CPU, cupy on a usable CUDA GPU.
+
+Solvers are written once against the array namespace ``xp`` returned here; only host/device
+transfers go through the helpers below. ``device="auto"`` picks cupy when a GPU is usable.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import ModuleType
+
+import numpy as np
+
+DEVICES = ("auto", "cpu", "gpu")
+
+
+class DeviceError(ValueError):
+    """Raised when a requested device cannot be used."""
+
+
+@functools.cache
+def gpu_available() -> bool:
+    """True when cupy imports, sees a CUDA device and can allocate on it.
+
+    ``import cupy`` succeeds on machines without a GPU; the first device use raises, so we
+    try a tiny allocation and a kernel launch.
+    """
+    try:
+        import cupy
+
+        if not cupy.cuda.is_available() or cupy.cuda.runtime.getDeviceCount() < 1:
+            return False
+        (cupy.arange(4, dtype=cupy.float32) * 2).sum().item()
+        return True
+    except Exception:
+        return False
+
+
+def resolve_device(device: str | None) -> str:
+    """Map ``"auto" | "cpu" | "gpu"`` to ``"cpu"`` or ``"gpu"``; one-line error otherwise."""
+    if device is None:
+        device = "auto"
+    if device not in DEVICES:
+        raise DeviceError(f"device={device!r} is not one of {DEVICES}")
+    if device == "auto":
+        return "gpu" if gpu_available() else "cpu"
+    if device == "gpu" and not gpu_available():
+        raise DeviceError(
+            "device='gpu' but no usable CUDA GPU was found (install kernelscale[gpu] on a GPU host)"
+        )
+    return device
+
+
+def namespace(device: str) -> ModuleType:
+    """The array module for a resolved device."""
+    if resolve_device(device) == "gpu":
+        import cupy
+
+        return cupy
+    return np
+
+
+def array_namespace(*arrays) -> ModuleType:
+    """numpy or cupy, by the type of the given arrays (numpy when none is a cupy array)."""
+    for a in arrays:
+        if type(a).__module__.split(".")[0] == "cupy":
+            import cupy
+
+            return cupy
+    return np
+
+
+def asarray(x, xp: ModuleType, dtype=None):
+    """Move ``x`` (numpy, cupy, or anything numpy can read) to namespace ``xp``."""
+    if xp is np:
+        return np.asarray(to_numpy(x), dtype=dtype)
+    return xp.asarray(x, dtype=dtype)
+
+
+def to_numpy(x) -> np.ndarray:
+    """Host copy of a numpy or cupy array (numpy arrays pass through untouched)."""
+    if type(x).__module__.split(".")[0] == "cupy":
+        return x.get()
+    return np.asarray(x)
+
+
+def synchronize(xp: ModuleType) -> None:
+    """Wait for queued GPU work (for honest wall times); no-op on numpy."""
+    if xp is not np:
+        xp.cuda.Device().synchronize()
+
+
+def check_dtype(dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise ValueError(f"dtype={dtype!r} must be float32 or float64")
+    return dt

@@ -1,0 +1,114 @@
+"""Random Fourier feature blocks regenerated from (seed, block index).
+
+A block j is F frequencies W_j (d x F) and phases b_j (F,) drawn by ``rng.block_generator(seed, j)``;
+its features are phi_j(x) = sqrt(2/F) cos(W_j^T x + b_j), so phi_j(x).phi_j(x') estimates k(x, x')
+with F samples.  Consecutive blocks are stacked so that many blocks cost one large matrix product.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import numpy as np
+
+from ..rng import block_generator
+from .shift_invariant import Kernel
+
+
+def fourier_features(X, W, b, n_per_block: int):
+    """sqrt(2/F) cos(X W + b) with F = ``n_per_block`` (the per-block Monte Carlo size)."""
+    Z = X @ W
+    Z += b
+    xp_cos = type(Z).__module__.split(".")[0]
+    if xp_cos == "cupy":
+        import cupy
+
+        cupy.cos(Z, out=Z)
+    else:
+        np.cos(Z, out=Z)
+    Z *= math.sqrt(2.0 / n_per_block)
+    return Z
+
+
+def draw_block(kernel: Kernel, d: int, n_features: int, seed: int, index: int):
+    """Host (W, b) of block ``index``: a pure function of (kernel, d, F, seed, index)."""
+    rng = block_generator(seed, index)
+    W = kernel.sample_frequencies(d, n_features, rng)
+    b = rng.uniform(0.0, 2.0 * math.pi, n_features)
+    return W, b
+
+
+class FourierBlocks:
+    """Seeded blocks of random Fourier features on one device.
+
+    Parameters of the first ``cache_bytes`` worth of blocks are kept on the device (stacked, so
+    a range of blocks is one slice); blocks beyond are regenerated on every use. The model itself
+    never stores them: pickling drops the cache.
+    """
+
+    def __init__(self, kernel: Kernel, n_features_in: int, block_size: int, seed: int,
+                 xp: ModuleType = np, dtype=np.float64, cache_bytes: int = 512 * 2**20):
+        self.kernel = kernel
+        self.d = int(n_features_in)
+        self.F = int(block_size)
+        self.seed = int(seed)
+        self.xp = xp
+        self.dtype = np.dtype(dtype)
+        per_block = (self.d + 1) * self.F * self.dtype.itemsize
+        self.max_cached = max(1, int(cache_bytes // per_block))
+        self._W = None
+        self._b = None
+        self._n_cached = 0
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.update(_W=None, _b=None, _n_cached=0, xp=None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.xp = np
+
+    def to(self, xp: ModuleType) -> FourierBlocks:
+        """Move to another array namespace (drops the cache)."""
+        self.xp = xp
+        self._W, self._b, self._n_cached = None, None, 0
+        return self
+
+    def _host_blocks(self, lo: int, hi: int):
+        Ws, bs = zip(*(draw_block(self.kernel, self.d, self.F, self.seed, j) for j in range(lo, hi)),
+                     strict=True)
+        return np.concatenate(Ws, axis=1), np.concatenate(bs)
+
+    def _extend_cache(self, hi: int):
+        xp = self.xp
+        W, b = self._host_blocks(self._n_cached, hi)
+        W = xp.asarray(W, dtype=self.dtype)
+        b = xp.asarray(b, dtype=self.dtype)
+        if self._W is None:
+            self._W, self._b = W, b
+        else:
+            self._W = xp.concatenate([self._W, W], axis=1)
+            self._b = xp.concatenate([self._b, b])
+        self._n_cached = hi
+
+    def params(self, lo: int, hi: int):
+        """Stacked (W, b) of blocks lo..hi-1 on the device: shapes (d, (hi-lo) F) and ((hi-lo) F,)."""
+        if hi <= self.max_cached:
+            if hi > self._n_cached:
+                # grow geometrically so that DSG's one-block-per-iteration growth is amortised
+                self._extend_cache(min(self.max_cached, max(hi, 2 * self._n_cached)))
+            return self._W[:, lo * self.F : hi * self.F], self._b[lo * self.F : hi * self.F]
+        W, b = self._host_blocks(lo, hi)
+        return self.xp.asarray(W, dtype=self.dtype), self.xp.asarray(b, dtype=self.dtype)
+
+    def features(self, X, lo: int, hi: int | None = None):
+        """Features of blocks lo..hi-1 (default: block lo alone) for rows X: (n, (hi-lo) F)."""
+        hi = lo + 1 if hi is None else hi
+        W, b = self.params(lo, hi)
+        return fourier_features(X, W, b, self.F)
+
+    def group_size(self, n_rows: int, budget_bytes: int = 64 * 2**20) -> int:
+        """How many blocks to stack per product so the (n_rows, g F) feature matrix fits the budget."""
+        return max(1, int(budget_bytes // max(1, n_rows * self.F * self.dtype.itemsize)))
