@@ -17,16 +17,70 @@ from __future__ import annotations
 
 import importlib
 
+_DSG = {
+    "classification": "kernelscale.estimators.dsg:DSGClassifier",
+    "regression": "kernelscale.estimators.dsg:DSGRegressor",
+}
+_EIGENPRO = {
+    "classification": "kernelscale.estimators.eigenpro:EigenProClassifier",
+    "regression": "kernelscale.estimators.eigenpro:EigenProRegressor",
+}
+_RB = {
+    "classification": "kernelscale.estimators.random_binning:RBClassifier",
+    "regression": "kernelscale.estimators.random_binning:RBRegressor",
+}
+_RFF = {
+    "classification": "kernelscale.estimators.baselines:RFFSGDClassifier",
+    "regression": "kernelscale.estimators.baselines:RFFSGDRegressor",
+}
+
 ALGORITHMS: dict[str, dict[str, str]] = {
-    "dsg": {
-        "classification": "kernelscale.estimators.dsg:DSGClassifier",
-        "regression": "kernelscale.estimators.dsg:DSGRegressor",
+    # doubly stochastic gradients and the variants reusing old features (papers 003, 000)
+    "dsg": _DSG,
+    "udsg": _DSG,
+    "cdsg": _DSG,
+    # EigenPro (paper 004) and its unpreconditioned loop (plain kernel SGD)
+    "eigenpro": _EIGENPRO,
+    "eigenpro_rf": _EIGENPRO,
+    "kernel_sgd": _EIGENPRO,
+    # Random Binning features (paper 002) with conjugate gradients / parallel coordinate descent
+    "rb_cg": _RB,
+    "rb_cd": _RB,
+    # baselines
+    "rff_sgd": _RFF,
+    "rff_svrg": _RFF,
+    "nystrom": {
+        "classification": "kernelscale.estimators.baselines:NystromRidgeClassifier",
+        "regression": "kernelscale.estimators.baselines:NystromRidgeRegressor",
+    },
+    "exact_krr": {
+        "classification": "kernelscale.estimators.baselines:ExactKRRClassifier",
+        "regression": "kernelscale.estimators.baselines:ExactKRRRegressor",
+    },
+    "libsvm": {
+        "classification": "kernelscale.estimators.baselines:ExactSVMClassifier",
+        "regression": "kernelscale.estimators.baselines:ExactSVMRegressor",
+    },
+    "pegasos": {"classification": "kernelscale.estimators.baselines:PegasosClassifier"},
+    "norma": {
+        "classification": "kernelscale.estimators.baselines:NORMAClassifier",
+        "regression": "kernelscale.estimators.baselines:NORMARegressor",
     },
 }
 
 # Parameters fixed by the algorithm name (e.g. "udsg" is DSG with variant="udsg").
 PRESETS: dict[str, dict] = {
     "dsg": {"variant": "dsg"},
+    "udsg": {"variant": "udsg"},
+    "cdsg": {"variant": "cdsg"},
+    "eigenpro": {"method": "kernel"},
+    "eigenpro_rf": {"method": "rff"},
+    "kernel_sgd": {"method": "kernel", "n_eigenvectors": 0},
+    # CD's lambda is per sample (L1), so the CG default of 0.01 is far too strong for it
+    "rb_cg": {"solver": "cg"},
+    "rb_cd": {"solver": "cd", "reg": 1e-4},
+    "rff_sgd": {"solver": "sgd"},
+    "rff_svrg": {"solver": "svrg"},
 }
 
 

@@ -19,10 +19,12 @@ def median_bandwidth(X, metric: str = "euclidean", n_sample: int = 1000, seed: i
     """
     n = X.shape[0]
     if n < 2:
-        raise ValueError(f"median bandwidth needs at least 2 rows, got {n}")
+        raise ValueError(f"median bandwidth needs at least 2 samples, got {n} sample(s)")
     rng = np.random.default_rng(seed)
     idx = np.sort(rng.choice(n, size=min(n, n_sample), replace=False))
-    sample = to_numpy(X[idx] if not hasattr(X, "vindex") else X.vindex[idx])
+    # zarr arrays take integer-array row selections through .oindex; dask and numpy index directly
+    rows = X.oindex[idx] if hasattr(X, "oindex") else X[idx]
+    sample = to_numpy(rows.compute() if hasattr(rows, "compute") else rows)
     sample = np.asarray(sample, dtype=np.float64)
     dists = pdist(sample, metric=metric)
     dists = dists[dists > 0]

@@ -1,0 +1,204 @@
+"""Fetch dataset files into a local cache, verified by sha256.
+
+* Cache directory: ``results/downloads`` (relative to the working directory), or
+  ``$KERNELSCALE_CACHE``, or an explicit argument; files live in ``<cache>/<dataset>/<filename>``.
+* Mirror: ``$KERNELSCALE_MIRROR`` (e.g. ``https://mirror.example.org/libsvm``) replaces the
+  scheme, host and directory of every URL and keeps the file name, for clusters whose compute
+  nodes only reach an internal mirror.
+* A file is written to ``<name>.part`` while downloading, hashed on the fly, and renamed into
+  place only when its sha256 matches. A mismatching or empty file is deleted and never used.
+* Transient failures (connection errors, timeouts, HTTP 5xx/408/429, truncated transfers) are
+  retried with exponential backoff; a 404 is not.
+
+We use urllib rather than pooch so that every failure becomes a one-line message naming the
+dataset and URL and the retry policy is under test; the behaviour (hash check, cache, mirror)
+follows pooch's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import logging
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DataError
+from .progress import progress
+from .spec import FILE_ROLES
+
+log = logging.getLogger("kernelscale.data")
+
+DEFAULT_CACHE = "results/downloads"
+CACHE_ENV = "KERNELSCALE_CACHE"
+MIRROR_ENV = "KERNELSCALE_MIRROR"
+_BLOCK = 1 << 20
+_USER_AGENT = "kernelscale-data/1 (+https://github.com/kernelscale)"
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One file of a url-sourced dataset: where it comes from and where it is cached."""
+
+    role: str  # "", "labels_", "test_", "test_labels_" (the spec key prefix)
+    url: str
+    sha256: str
+    path: Path
+
+
+def cache_dir(override: str | os.PathLike | None = None) -> Path:
+    """The download cache: the argument, else ``$KERNELSCALE_CACHE``, else results/downloads."""
+    return Path(override or os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+
+
+def file_name(url: str, filename: str | None = None) -> str:
+    """Name of the cached file: ``filename`` or the last part of the URL path."""
+    name = filename or Path(urllib.parse.urlparse(url).path).name
+    if not name:
+        raise DataError(f"{url}: URL has no file name; set `filename:` in the dataset entry")
+    return name
+
+
+def apply_mirror(url: str, mirror: str | None = None) -> str:
+    """``url`` with scheme, host and directory replaced by ``$KERNELSCALE_MIRROR`` if set."""
+    mirror = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
+    if not mirror:
+        return url
+    return mirror.rstrip("/") + "/" + file_name(url)
+
+
+def remote_files(name: str, spec: dict, cache: str | os.PathLike | None = None) -> list[RemoteFile]:
+    """The files a url-sourced dataset needs (train, labels, test ...), with cache paths."""
+    root = cache_dir(cache) / name
+    files = []
+    for role in FILE_ROLES:
+        url = spec.get(f"{role}url")
+        if url:
+            path = root / file_name(url, spec.get(f"{role}filename"))
+            files.append(RemoteFile(role, url, spec[f"{role}sha256"].lower(), path))
+    return files
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _Transient(Exception):
+    """A failure worth retrying (network hiccup, server overload, truncated body)."""
+
+
+def fetch(url: str, sha256: str, dest: str | os.PathLike, *, retries: int = 3,
+          backoff_s: float = 1.0, timeout_s: float = 60.0, mirror: str | None = None,
+          label: str | None = None) -> Path:
+    """Download ``url`` to ``dest`` unless a file with the right sha256 is already there.
+
+    Returns ``dest``. Raises :class:`DataError` (one line) if the download keeps failing, the
+    file is empty, or its sha256 differs; a bad file is deleted.
+    """
+    dest = Path(dest)
+    sha256 = sha256.lower()
+    label = label or dest.name
+    if dest.exists():
+        if dest.stat().st_size > 0 and sha256_of(dest) == sha256:
+            log.info("%s: cached at %s (sha256 ok)", label, dest)
+            return dest
+        log.warning("%s: cached file %s has the wrong sha256 or is empty; downloading again",
+                    label, dest)
+        dest.unlink()
+    source = apply_mirror(url, mirror)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    digest, size = _download_with_retries(source, part, label, retries, backoff_s, timeout_s)
+    if size == 0:
+        part.unlink(missing_ok=True)
+        raise DataError(f"{label}: {source} returned an empty file; not used")
+    if digest != sha256:
+        part.unlink(missing_ok=True)
+        raise DataError(f"{label}: sha256 mismatch for {source}: expected {sha256}, got "
+                        f"{digest}; the file was deleted")
+    os.replace(part, dest)
+    log.info("%s: downloaded %s (%d bytes, sha256 ok)", label, dest, size)
+    return dest
+
+
+def _download_with_retries(source: str, part: Path, label: str, retries: int,
+                           backoff_s: float, timeout_s: float) -> tuple[str, int]:
+    """Download into ``part`` with exponential backoff on transient failures."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return _download_once(source, part, label, timeout_s)
+        except _Transient as exc:
+            part.unlink(missing_ok=True)
+            if attempt > retries:
+                raise DataError(f"{label}: download of {source} failed after {attempt} "
+                                f"attempts: {exc}") from None
+            wait = backoff_s * 2 ** (attempt - 1)
+            log.warning("%s: %s; retry %d/%d in %.1f s", label, exc, attempt, retries, wait)
+            time.sleep(wait)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+
+
+def remote_sha256(url: str, *, retries: int = 3, backoff_s: float = 1.0,
+                  timeout_s: float = 60.0, mirror: str | None = None) -> tuple[str, int]:
+    """(sha256, size) of the file at ``url`` (mirror applied), downloaded to a temporary file
+    that is deleted afterwards: for filling in a new dataset entry's ``sha256``. Only as
+    trustworthy as the network path it was fetched over."""
+    import tempfile
+
+    source = apply_mirror(url, mirror)
+    with tempfile.TemporaryDirectory(prefix="kernelscale-sha256-") as tmp:
+        return _download_with_retries(source, Path(tmp) / "file", file_name(url), retries,
+                                      backoff_s, timeout_s)
+
+
+def _download_once(url: str, part: Path, label: str, timeout_s: float) -> tuple[str, int]:
+    """One GET of ``url`` into ``part``; returns (sha256, size). Raises _Transient to retry."""
+    request = urllib.request.Request(url, headers={"User-Agent": _USER_AGENT})
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response, open(part, "wb") as out:
+            expected = response.headers.get("Content-Length") if hasattr(response, "headers") \
+                else None
+            total = int(expected) if expected and expected.isdigit() else None
+            with progress(total, f"download {label}", unit="B") as bar:
+                while block := response.read(_BLOCK):
+                    out.write(block)
+                    digest.update(block)
+                    size += len(block)
+                    bar.update(len(block))
+    except urllib.error.HTTPError as exc:
+        if exc.code in (408, 429) or exc.code >= 500:
+            raise _Transient(f"HTTP {exc.code} {exc.reason}") from None
+        raise DataError(f"{label}: download of {url} failed: HTTP {exc.code} {exc.reason}") \
+            from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError,
+            http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, FileNotFoundError):  # file:// URL (e.g. a local mirror)
+            raise DataError(f"{label}: {url}: file not found") from None
+        raise _Transient(f"{type(exc).__name__}: {reason}") from None
+    if total is not None and size != total:
+        raise _Transient(f"truncated transfer ({size} of {total} bytes)")
+    return digest.hexdigest(), size
+
+
+def download_dataset(name: str, spec: dict, cache: str | os.PathLike | None = None,
+                     **fetch_options) -> list[Path]:
+    """Fetch every file of a url-sourced dataset into the cache; return their paths."""
+    return [fetch(f.url, f.sha256, f.path, label=f"{name}/{f.path.name}", **fetch_options)
+            for f in remote_files(name, spec, cache)]

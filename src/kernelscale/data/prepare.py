@@ -1,0 +1,280 @@
+"""Prepare a dataset: source -> checked, split, standardized, PCA-projected chunked Zarr.
+
+Two streaming passes over the source, so memory depends on the block size, never on n:
+
+1. *scan*: check every row (finite features, labels that fit the task), count train/test rows,
+   find the feature count, collect the classes, and accumulate mean/variance (and the scatter
+   matrix for PCA) over the training rows with Chan's merge;
+2. *write*: read the source again, map labels to class indices, standardize and project each
+   block, split it, and append the rows to ``X_train``/``X_test`` ...
+
+Everything is written into a temporary folder beside ``out_dir`` that replaces ``out_dir`` by
+one rename at the end, ``meta.json`` last; on any error the temporary folder is removed, so
+``out_dir`` is either the previous complete result or the new complete one.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from .errors import DataError
+from .labels import LabelCheck, check_finite
+from .progress import progress
+from .sources import Source, open_source
+from .split import test_mask
+from .stats import RunningMoments, pca_from_moments, standardizer
+from .store import META_FILE, ZARR_DIR, ChunkedWriter, publish, staging_dir, write_json_atomic
+
+log = logging.getLogger("kernelscale.data")
+
+# Values per read block (16 MiB of float32); blocks get fewer rows when rows are wide.
+READ_BLOCK_VALUES = 1 << 22
+# Rows per block while the width is still unknown (LIBSVM without n_features).
+UNKNOWN_WIDTH_BLOCK_ROWS = 8192
+# A d x d scatter matrix is accumulated for PCA; beyond this width it would not fit comfortably.
+MAX_PCA_WIDTH = 20_000
+
+
+@dataclass
+class Scan:
+    """What the first pass learned about the data."""
+
+    n_train: int
+    n_test: int
+    width: int
+    classes: np.ndarray | None
+    moments: RunningMoments | None
+
+
+@dataclass
+class Transform:
+    """Standardization and PCA fitted on the training rows, applied block by block."""
+
+    shift: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    axes: np.ndarray | None = None  # (d_raw, k)
+    centre: np.ndarray | None = None  # subtracted before projecting (zeros if uncentered)
+    ratios: np.ndarray | None = None
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        if self.shift is None and self.axes is None:
+            return X
+        Z = X.astype(np.float64)
+        if self.shift is not None:
+            Z = (Z - self.shift) / self.scale
+        if self.axes is not None:
+            Z = (Z - self.centre) @ self.axes
+        return Z.astype(np.float32)
+
+
+def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
+                    cache_dir: str | Path | None = None, threads: int = 1) -> dict:
+    """Prepare ``datasets.<name>`` into ``out_dir`` (data.zarr + meta.json); return the meta.
+
+    ``cache_dir`` is where url sources are (or get) downloaded; see :mod:`.download`.
+    ``threads`` caps the BLAS threads: the per-block products are tall and skinny, where a
+    multi-threaded BLAS on a busy node is many times slower than one thread (measured 30x on
+    8192 x 20 blocks with two cores shared).
+    Raises :class:`DataError` with a one-line message on bad config or bad data.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=max(1, int(threads)), user_api="blas"):
+        return _prepare(name, spec, out_dir, cache_dir)
+
+
+def _prepare(name: str, spec: dict, out_dir: str | Path, cache_dir: str | Path | None) -> dict:
+    from .spec import validate_dataset_spec
+
+    started = time.monotonic()
+    spec = validate_dataset_spec(name, spec)
+    out_dir = Path(out_dir)
+    source = open_source(name, spec, cache_dir)
+    scan = scan_source(name, spec, source)
+    transform = fit_transform(name, spec, scan)
+    staging = None
+    try:
+        staging = staging_dir(out_dir)
+        hashes, chunk_rows = write_arrays(name, spec, source, scan, transform, staging / ZARR_DIR)
+        meta = build_meta(name, spec, source, scan, transform, hashes, chunk_rows)
+        write_json_atomic(staging / META_FILE, meta)  # last: its presence means complete
+        publish(staging, out_dir)
+    except BaseException:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+    log.info("%s: prepared %d train + %d test rows x %d features in %.1f s -> %s", name,
+             scan.n_train, scan.n_test, meta["d"], time.monotonic() - started, out_dir)
+    return meta
+
+
+def _block_rows(spec: dict, width: int | None) -> int:
+    if width is None:
+        return min(spec["chunk_rows"], UNKNOWN_WIDTH_BLOCK_ROWS)
+    return max(1, min(spec["chunk_rows"], READ_BLOCK_VALUES // max(width, 1)))
+
+
+def _known_width(spec: dict) -> int | None:
+    if "generator" in spec:
+        return spec["generator"]["n_features"]
+    return spec.get("n_features")
+
+
+def _total_rows(spec: dict) -> int | None:
+    return spec["generator"]["n_samples"] if "generator" in spec else None
+
+
+def scan_source(name: str, spec: dict, source: Source) -> Scan:
+    """Pass 1: validate every row; count, find classes and width; moments of train rows."""
+    preprocess = spec["preprocess"]
+    want_moments = preprocess["standardize"] or preprocess["pca"] is not None
+    moments = RunningMoments(full=preprocess["pca"] is not None) if want_moments else None
+    labels = LabelCheck(spec["task"])
+    split = spec.get("split")
+    n_train = n_test = 0
+    width: int | None = None
+    block_rows = _block_rows(spec, _known_width(spec))
+
+    def check_width(block) -> None:
+        nonlocal width
+        w = block.X.shape[1]
+        if width is not None and w != width and source.fixed_width:
+            raise block.fail(0, f"has {w} features, earlier rows have {width}")
+        width = w if width is None else max(width, w)
+
+    with progress(_total_rows(spec), f"{name}: scan") as bar:
+        for block in source.train(block_rows, None):
+            check_finite(block)
+            labels.update(block)
+            check_width(block)
+            train_X = block.X
+            if split is not None:
+                is_test = test_mask(split["seed"], block.first_row, len(block),
+                                    split["test_size"])
+                train_X = block.X[~is_test]
+                n_test += int(is_test.sum())
+            n_train += len(train_X)
+            if moments is not None:
+                moments.update(train_X)
+            bar.update(len(block))
+        if source.test is not None:
+            for block in source.test(block_rows, None):
+                check_finite(block)
+                labels.update(block)
+                check_width(block)
+                n_test += len(block)
+                bar.update(len(block))
+    if n_train == 0:
+        raise DataError(f"datasets.{name}: no training rows (the split put every row in the "
+                        "test set)")
+    if moments is not None:
+        moments.widen(width)
+    return Scan(n_train, n_test, width, labels.classes(), moments)
+
+
+def fit_transform(name: str, spec: dict, scan: Scan) -> Transform:
+    """Standardization and PCA from the first pass's moments."""
+    preprocess = spec["preprocess"]
+    transform = Transform()
+    if preprocess["standardize"]:
+        transform.shift, transform.scale = standardizer(scan.moments)
+    pca = preprocess["pca"]
+    if pca is not None:
+        where = f"datasets.{name}.preprocess.pca.n_components"
+        if pca["n_components"] > scan.width:
+            raise DataError(f"{where}: {pca['n_components']} is more than the {scan.width} "
+                            "features")
+        if scan.width > MAX_PCA_WIDTH:
+            raise DataError(f"datasets.{name}.preprocess.pca: {scan.width} features is more "
+                            f"than the {MAX_PCA_WIDTH} this PCA (d x d covariance) supports")
+        shift = transform.shift if transform.shift is not None else np.zeros(scan.width)
+        scale = transform.scale if transform.scale is not None else np.ones(scan.width)
+        transform.axes, transform.centre, transform.ratios = pca_from_moments(
+            scan.moments, shift, scale, pca["n_components"], pca["center"])
+    return transform
+
+
+def write_arrays(name: str, spec: dict, source: Source, scan: Scan, transform: Transform,
+                 zarr_path: Path) -> tuple[dict, int]:
+    """Pass 2: transform and split each block, append rows to the Zarr arrays.
+
+    Returns (sha256 per array, rows per chunk).
+    """
+    import zarr
+
+    d = scan.width if transform.axes is None else transform.axes.shape[1]
+    chunk_rows = max(1, min(spec["chunk_rows"], scan.n_train))
+    y_dtype = "float32" if scan.classes is None else "int64"
+    group = zarr.open_group(str(zarr_path), mode="w", zarr_format=3)
+    writers = {}
+    for part, n in (("train", scan.n_train), ("test", scan.n_test)):
+        writers[f"X_{part}"] = ChunkedWriter(group.create_array(
+            f"X_{part}", shape=(n, d), chunks=(chunk_rows, d), dtype="float32"))
+        writers[f"y_{part}"] = ChunkedWriter(group.create_array(
+            f"y_{part}", shape=(n,), chunks=(chunk_rows,), dtype=y_dtype))
+    if transform.axes is not None:
+        components = group.create_array("pca_components", shape=transform.axes.T.shape,
+                                        chunks=transform.axes.T.shape, dtype="float64")
+        components[:] = transform.axes.T
+
+    def labels_of(y: np.ndarray) -> np.ndarray:
+        return y if scan.classes is None else np.searchsorted(scan.classes, y)
+
+    split = spec.get("split")
+    block_rows = _block_rows(spec, scan.width)
+    with progress(scan.n_train + scan.n_test, f"{name}: write") as bar:
+        for block in source.train(block_rows, scan.width):
+            X, y = transform.apply(block.X), labels_of(block.y)
+            if split is not None:
+                is_test = test_mask(split["seed"], block.first_row, len(block),
+                                    split["test_size"])
+                writers["X_test"].append(X[is_test])
+                writers["y_test"].append(y[is_test])
+                X, y = X[~is_test], y[~is_test]
+            writers["X_train"].append(X)
+            writers["y_train"].append(y)
+            bar.update(len(block))
+        if source.test is not None:
+            for block in source.test(block_rows, scan.width):
+                writers["X_test"].append(transform.apply(block.X))
+                writers["y_test"].append(labels_of(block.y))
+                bar.update(len(block))
+    return {key: writer.close() for key, writer in writers.items()}, chunk_rows
+
+
+def _plain_number(value: float):
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def build_meta(name: str, spec: dict, source: Source, scan: Scan, transform: Transform,
+               hashes: dict, chunk_rows: int) -> dict:
+    """The meta.json record: shapes, classes, fitted preprocessing, provenance, hashes."""
+    pca = spec["preprocess"]["pca"]
+    return {
+        "name": name,
+        "task": spec["task"],
+        "n_train": scan.n_train,
+        "n_test": scan.n_test,
+        "d": scan.width if transform.axes is None else int(transform.axes.shape[1]),
+        "d_raw": scan.width,
+        "classes": None if scan.classes is None else [_plain_number(c) for c in scan.classes],
+        "chunk_rows": chunk_rows,
+        "standardize": None if transform.shift is None else {
+            "mean": transform.shift.tolist(), "scale": transform.scale.tolist()},
+        "pca": None if pca is None else {
+            "n_components": pca["n_components"], "center": pca["center"],
+            "explained_variance_ratio": transform.ratios.tolist(),
+            "mean": transform.centre.tolist(), "components": "data.zarr/pca_components"},
+        "split": spec.get("split") or {"test_file": True},
+        "source": source.description,
+        "sha256": hashes,
+        "spec": spec,
+        "kernelscale_version": __version__,
+    }

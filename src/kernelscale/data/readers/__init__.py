@@ -1,0 +1,40 @@
+"""Streaming readers: each yields :class:`Block` s of rows from one data file.
+
+Nothing here reads a whole file into memory: text formats are parsed a block of lines at a
+time, binary formats a block of records at a time, compressed files are decompressed as a
+stream. A block carries the 0-based index of its first row and the file name so that later
+checks (NaN, labels) can name the exact row in their one-line error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import DataError
+from .base import Block, open_binary
+from .csvfile import read_csv
+from .idx import read_idx
+from .libsvm import read_libsvm
+from .npz import read_npz
+
+__all__ = ["Block", "open_binary", "read_file", "read_csv", "read_idx", "read_libsvm",
+           "read_npz"]
+
+
+def read_file(fmt: str, path: Path, *, block_rows: int, labels_path: Path | None = None,
+              archive: str | None = None, n_features: int | None = None,
+              zero_based: bool = False, csv_options: dict | None = None) -> Iterator[Block]:
+    """Blocks of (X float32, y float64) rows from ``path`` in format ``fmt``."""
+    if fmt == "libsvm":
+        return read_libsvm(path, block_rows=block_rows, archive=archive,
+                           n_features=n_features, zero_based=zero_based)
+    if fmt == "idx":
+        if labels_path is None:
+            raise DataError(f"{path.name}: format idx needs a labels file")
+        return read_idx(path, labels_path, block_rows=block_rows, archive=archive)
+    if fmt == "csv":
+        return read_csv(path, block_rows=block_rows, archive=archive, **(csv_options or {}))
+    if fmt == "npz":
+        return read_npz(path, block_rows=block_rows)
+    raise DataError(f"{path.name}: unknown format {fmt!r}")

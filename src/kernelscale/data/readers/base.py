@@ -1,0 +1,98 @@
+"""What every reader shares: the Block record and transparent decompression."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from ..errors import DataError
+
+_SUFFIX_ARCHIVE = {".bz2": "bz2", ".gz": "gz", ".xz": "xz", ".zip": "zip"}
+
+
+@dataclass
+class Block:
+    """Consecutive rows of one source file.
+
+    ``X`` is float32 (rows, width); ``y`` float64 (rows,) with the labels/targets as written in
+    the file; ``first_row`` the 0-based index of the first row in the file; ``origin`` the file
+    name used in error messages.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    first_row: int
+    origin: str
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def fail(self, offset: int, what: str) -> DataError:
+        """A one-line error about row ``first_row + offset`` (reported 1-based)."""
+        return DataError(f"{self.origin}: row {self.first_row + offset + 1}: {what}")
+
+
+def archive_of(path: Path, archive: str | None) -> str:
+    """The compression of ``path``: the given value, else guessed from the file suffix."""
+    if archive:
+        return archive
+    return _SUFFIX_ARCHIVE.get(path.suffix.lower(), "none")
+
+
+def open_binary(path: str | Path, archive: str | None = None) -> BinaryIO:
+    """Open ``path`` for streaming reads, decompressing bz2/gz/xz/zip (one member) on the fly."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path.name}: empty file")
+    kind = archive_of(path, archive)
+    if kind == "bz2":
+        return bz2.open(path, "rb")
+    if kind == "gz":
+        return gzip.open(path, "rb")
+    if kind == "xz":
+        return lzma.open(path, "rb")
+    if kind == "zip":
+        archive_file = zipfile.ZipFile(path)
+        members = [m for m in archive_file.infolist() if not m.is_dir()]
+        if len(members) != 1:
+            archive_file.close()
+            raise DataError(f"{path.name}: zip archive must hold exactly one file, holds "
+                            f"{len(members)}")
+        return _ZipMember(archive_file, members[0])
+    return open(path, "rb")
+
+
+class _ZipMember(io.BufferedReader):
+    """A zip member's stream that also closes its archive."""
+
+    def __init__(self, archive_file: zipfile.ZipFile, member: zipfile.ZipInfo):
+        self._archive_file = archive_file
+        super().__init__(archive_file.open(member))
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._archive_file.close()
+
+
+def read_exactly(stream: BinaryIO, size: int) -> bytes:
+    """Read ``size`` bytes (decompressing streams may return short reads)."""
+    chunks, remaining = [], size
+    while remaining:
+        chunk = stream.read(remaining)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,66 @@
+"""Delimited text (CSV): one row per line, all columns numeric, one of them the label.
+
+The label column defaults to the *last* column (``label_column: -1``), the convention of UCI
+style files; give an index (negative counts from the end) or, with ``header: true``, a name.
+Read with pandas in chunks of ``block_rows`` lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError
+from .base import Block, open_binary
+
+
+def read_csv(path: Path, *, block_rows: int, archive: str | None = None,
+             label_column: int | str = -1, header: bool = False,
+             delimiter: str = ",") -> Iterator[Block]:
+    """Yield blocks with the label column split off as ``y``."""
+    import pandas as pd
+
+    path = Path(path)
+    first_row = 0
+    with open_binary(path, archive) as stream:
+        try:
+            chunks = pd.read_csv(stream, sep=delimiter, header=0 if header else None,
+                                 chunksize=block_rows, skip_blank_lines=True)
+            for chunk in chunks:
+                yield _block(chunk, path.name, first_row, label_column, header)
+                first_row += len(chunk)
+        except pd.errors.EmptyDataError:
+            pass
+        except pd.errors.ParserError as exc:
+            raise DataError(f"{path.name}: {exc}") from None
+    if first_row == 0:
+        raise DataError(f"{path.name}: no data rows")
+
+
+def _block(chunk, name: str, first_row: int, label_column, header: bool) -> Block:
+    import pandas as pd
+
+    columns = list(chunk.columns)
+    if isinstance(label_column, str):
+        if label_column not in columns:
+            raise DataError(f"{name}: no column named {label_column!r} (columns: "
+                            f"{', '.join(map(str, columns))})")
+        label_index = columns.index(label_column)
+    else:
+        if not -len(columns) <= label_column < len(columns):
+            raise DataError(f"{name}: label_column {label_column} out of range for "
+                            f"{len(columns)} columns")
+        label_index = label_column % len(columns)
+    numeric = chunk.apply(pd.to_numeric, errors="coerce")
+    bad = numeric.isna() & chunk.notna()
+    if bad.to_numpy().any():
+        row, col = np.argwhere(bad.to_numpy())[0]
+        value = chunk.iat[row, col]
+        raise DataError(f"{name}: row {first_row + row + 1}: column {col + 1}: {value!r} is "
+                        "not a number")
+    values = numeric.to_numpy(dtype=np.float64)
+    y = values[:, label_index]
+    X = np.delete(values, label_index, axis=1).astype(np.float32)
+    return Block(X, y, first_row, name)

@@ -1,0 +1,90 @@
+"""Turn a validated dataset entry into streams of row blocks (train, and test if separate).
+
+The same :class:`Source` is iterated twice by :mod:`.prepare` (statistics, then writing), so a
+stream must be re-creatable: files are reopened, generators regenerate the same blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .download import download_dataset, remote_files, sha256_of
+from .errors import DataError
+from .generators import generate
+from .readers import Block, read_file
+from .spec import source_kind
+
+ROLE_NAMES = {"": "train", "labels_": "train_labels", "test_": "test",
+              "test_labels_": "test_labels"}
+
+
+@dataclass
+class Source:
+    """Re-iterable block streams of one dataset plus what meta.json records about its origin."""
+
+    kind: str
+    train: Callable[[int, int | None], Iterator[Block]]
+    test: Callable[[int, int | None], Iterator[Block]] | None
+    description: dict = field(default_factory=dict)
+    fixed_width: bool = True  # False: blocks may be narrower than d (libsvm without n_features)
+
+
+def open_source(name: str, spec: dict, cache_dir: str | Path | None = None) -> Source:
+    """The :class:`Source` for ``datasets.<name>``; url files are fetched/verified first."""
+    kind = source_kind(spec)
+    if kind == "generator":
+        params = spec["generator"]
+        return Source(kind, lambda block_rows, d: generate(params, origin=f"{name} (generator)"),
+                      None, {"kind": kind, "params": params})
+    if kind == "sklearn":
+        return _sklearn_source(name, spec["sklearn"])
+    if kind == "url":
+        remote = remote_files(name, spec, cache_dir)
+        download_dataset(name, spec, cache_dir)  # no-op when cached; re-verifies the sha256
+        paths = {f.role: f.path for f in remote}
+        files = [{"role": ROLE_NAMES[f.role], "name": f.path.name, "url": f.url,
+                  "sha256": f.sha256} for f in remote]
+    else:
+        paths = {}
+        for role in ROLE_NAMES:
+            if f"{role}path" in spec:
+                path = Path(spec[f"{role}path"]).expanduser()
+                if not path.is_file():
+                    raise DataError(f"datasets.{name}.{role}path: file not found: {path}")
+                paths[role] = path
+        files = [{"role": ROLE_NAMES[role], "name": path.name, "path": str(path.resolve()),
+                  "sha256": sha256_of(path)} for role, path in paths.items()]
+
+    def reader(role: str) -> Callable[[int, int | None], Iterator[Block]]:
+        def blocks(block_rows: int, d: int | None) -> Iterator[Block]:
+            n_features = d if d is not None else spec.get("n_features")
+            return read_file(spec["format"], paths[role], block_rows=block_rows,
+                             labels_path=paths.get(f"{role}labels_"),
+                             archive=spec.get("archive"), n_features=n_features,
+                             zero_based=spec.get("zero_based", False),
+                             csv_options=spec.get("csv"))
+        return blocks
+
+    return Source(kind, reader(""), reader("test_") if "test_" in paths else None,
+                  {"kind": kind, "format": spec["format"], "files": files},
+                  fixed_width=spec["format"] != "libsvm" or "n_features" in spec)
+
+
+def _sklearn_source(name: str, loader: str) -> Source:
+    import sklearn
+    import sklearn.datasets
+
+    def blocks(block_rows: int, d: int | None) -> Iterator[Block]:
+        X, y = getattr(sklearn.datasets, f"load_{loader}")(return_X_y=True)
+        for start in range(0, len(y), block_rows):
+            yield Block(np.asarray(X[start:start + block_rows], dtype=np.float32),
+                        np.asarray(y[start:start + block_rows], dtype=np.float64), start,
+                        f"{name} (sklearn load_{loader})")
+
+    return Source("sklearn", blocks, None,
+                  {"kind": "sklearn", "loader": f"load_{loader}",
+                   "sklearn_version": sklearn.__version__})

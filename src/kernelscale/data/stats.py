@@ -1,0 +1,99 @@
+"""One-pass statistics over row blocks: mean, variance, covariance; PCA from them.
+
+Per block we compute exact block moments and merge them with Chan et al.'s pairwise update
+(the parallel form of Welford's algorithm), in float64, so the result does not suffer the
+cancellation of the textbook ``E[x^2] - E[x]^2`` on data with large means.
+
+Blocks may widen as they come (LIBSVM without ``n_features``: a block is as wide as its
+largest feature index). The rows seen before a new column appeared had zeros there (sparse
+rows omit zeros), so padding the running moments with zeros is exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class RunningMoments:
+    """Count, mean, sum of squared deviations and (optionally) the full scatter matrix."""
+
+    def __init__(self, width: int = 0, full: bool = False):
+        self.n = 0
+        self.full = full
+        self.mean = np.zeros(width)
+        self.m2 = np.zeros(width)
+        self.scatter = np.zeros((width, width)) if full else None
+
+    @property
+    def width(self) -> int:
+        return self.mean.shape[0]
+
+    def widen(self, width: int) -> None:
+        """Grow to ``width`` columns; earlier rows count as zeros in the new ones."""
+        extra = width - self.width
+        if extra <= 0:
+            return
+        self.mean = np.pad(self.mean, (0, extra))
+        self.m2 = np.pad(self.m2, (0, extra))
+        if self.full:
+            self.scatter = np.pad(self.scatter, ((0, extra), (0, extra)))
+
+    def update(self, X: np.ndarray) -> None:
+        """Merge the rows of block ``X`` (rows, <= width after widening)."""
+        rows = X.shape[0]
+        if rows == 0:
+            return
+        self.widen(X.shape[1])
+        X = np.asarray(X, dtype=np.float64)
+        if X.shape[1] < self.width:
+            X = np.pad(X, ((0, 0), (0, self.width - X.shape[1])))
+        block_mean = X.mean(axis=0)
+        centered = X - block_mean
+        delta = block_mean - self.mean
+        total = self.n + rows
+        weight = self.n * rows / total
+        self.mean += delta * (rows / total)
+        self.m2 += np.einsum("ij,ij->j", centered, centered) + delta**2 * weight
+        if self.full:
+            self.scatter += centered.T @ centered + np.outer(delta, delta) * weight
+        self.n = total
+
+    def variance(self) -> np.ndarray:
+        """Population variance per column (ddof=0, like StandardScaler)."""
+        return self.m2 / max(self.n, 1)
+
+    def covariance(self) -> np.ndarray:
+        return self.scatter / max(self.n, 1)
+
+
+def standardizer(moments: RunningMoments) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, scale) with scale = std, and 1 for constant columns (as StandardScaler)."""
+    scale = np.sqrt(moments.variance())
+    scale[scale < 10 * np.finfo(np.float64).eps * np.maximum(np.abs(moments.mean), 1)] = 1.0
+    return moments.mean.copy(), scale
+
+
+def pca_from_moments(moments: RunningMoments, shift: np.ndarray, scale: np.ndarray,
+                     n_components: int, center: bool):
+    """Principal axes of z = (x - shift) / scale from the moments of x.
+
+    Centered: eigenvectors of Cov(z) and projection (z - mean_z) @ V (sklearn ``PCA``).
+    Uncentered: eigenvectors of the second moment E[z z^T] and projection z @ V (sklearn
+    ``TruncatedSVD``). ``explained_variance_ratio`` is each eigenvalue over the trace of the
+    matrix used, so for uncentered PCA it is the share of the second moment.
+    Signs follow sklearn's ``svd_flip``: the largest |entry| of each axis is positive.
+    Returns (V (d, k), mean_z (d,) -- the centre subtracted, zeros when uncentered, ratios (k,)).
+    """
+    mean_z = (moments.mean - shift) / scale
+    matrix = moments.covariance() / np.outer(scale, scale)
+    if not center:
+        matrix = matrix + np.outer(mean_z, mean_z)
+    eigenvalues, eigenvectors = np.linalg.eigh(matrix)
+    order = np.argsort(eigenvalues)[::-1][:n_components]
+    values = np.clip(eigenvalues[order], 0.0, None)
+    axes = eigenvectors[:, order]
+    biggest = np.argmax(np.abs(axes), axis=0)
+    axes *= np.sign(axes[biggest, np.arange(axes.shape[1])])
+    total = max(float(np.trace(matrix)), np.finfo(np.float64).tiny)
+    centre = mean_z if center else np.zeros_like(mean_z)
+    return axes, centre, values / total

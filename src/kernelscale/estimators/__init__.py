@@ -1,0 +1,1 @@
+"""scikit-learn estimators over kernelscale's solvers."""

@@ -1,0 +1,125 @@
+"""Shared input handling for kernelscale's scikit-learn estimators.
+
+In-memory inputs (numpy, lists, pandas) go through scikit-learn's ``validate_data`` so error
+messages and ``n_features_in_`` follow the library's conventions. Out-of-core inputs (zarr, dask,
+h5py, memmap) and cupy arrays are only checked for shape here; their values are checked for NaN/inf
+chunk by chunk as solvers read them (``kernelscale.stream``), so nothing is loaded whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import validate_data
+
+from ..backend import check_dtype, namespace, resolve_device
+from ..stream import check_finite_rows, is_in_memory, iter_row_chunks
+
+
+def is_cupy(X) -> bool:
+    return type(X).__module__.split(".")[0] == "cupy"
+
+
+def is_lazy(X) -> bool:
+    """Row arrays that should be read chunk by chunk rather than converted whole (zarr, dask,
+    h5py, memmap). Sparse matrices and pandas frames are not: sklearn's validation handles them."""
+    module = type(X).__module__.split(".")[0]
+    return hasattr(X, "shape") and hasattr(X, "__getitem__") and not is_in_memory(X) \
+        and not isinstance(X, (list, tuple)) and module not in ("pandas", "scipy")
+
+
+def _one_line(fn, *args, **kwargs):
+    """Call a scikit-learn validator; its multi-line advice is cut to the first line."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as e:
+        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+        keep = [lines[0]] + [ln for ln in lines[1:] if ln.startswith("Reshape your data")]
+        raise ValueError(" ".join(keep)) from None
+
+
+def _check_shape(est, X, reset: bool):
+    if len(X.shape) != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {tuple(X.shape)}")
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X has shape {tuple(X.shape)}: need at least 1 sample and 1 feature")
+    if reset:
+        est.n_features_in_ = int(X.shape[1])
+    elif X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} "
+                         f"is expecting {est.n_features_in_} features as input")
+
+
+def check_X(est, X, *, reset: bool):
+    """Validate X for fit (reset=True) or predict; lazy and cupy arrays keep their type."""
+    if is_cupy(X):
+        _check_shape(est, X, reset)
+        check_finite_rows(X, 0, "X")
+        return X
+    if is_lazy(X):
+        _check_shape(est, X, reset)
+        return X
+    return _one_line(validate_data, est, X, reset=reset, dtype=[np.float64, np.float32])
+
+
+def check_X_y(est, X, y, *, regression: bool):
+    """Validate (X, y) for fit. y is loaded into memory (n numbers), X stays lazy if it is."""
+    if is_cupy(X) or is_lazy(X):
+        X = check_X(est, X, reset=True)
+        y = np.concatenate([np.asarray(b.get() if is_cupy(b) else b).reshape(len(b), -1)
+                            for _, b in iter_row_chunks(y, 1 << 20)])
+        y = y.ravel() if y.shape[1] == 1 else y
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
+        if regression:
+            y = np.asarray(y, dtype=np.float64)
+            check_finite_rows(y, 0, "y")
+        return X, y
+    X, y = _one_line(validate_data, est, X, y, reset=True, dtype=[np.float64, np.float32],
+                     multi_output=regression, y_numeric=regression)
+    return X, y
+
+
+def device_and_dtype(device, dtype):
+    """Resolve ``device`` ("auto"/"cpu"/"gpu") and ``dtype``; returns (device, xp, numpy dtype)."""
+    dev = resolve_device(device)
+    return dev, namespace(dev), check_dtype(dtype)
+
+
+class LabelCoder:
+    """Classes <-> encoded targets for a classification loss.
+
+    ``margin`` losses get {-1, +1} targets (one column for 2 classes, one-vs-all columns for more);
+    ``softmax`` gets one-hot columns.
+    """
+
+    def __init__(self, y, loss_name: str):
+        check_classification_targets(y)
+        kind = type_of_target(y)
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"y must hold class labels (binary or multiclass), got {kind}")
+        self.classes_, self.y_index = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"y has only one class ({self.classes_[0]!r}); need at least 2 classes")
+        self.loss_name = loss_name
+        k = len(self.classes_)
+        self.n_outputs = 1 if (k == 2 and loss_name != "softmax") else k
+
+    def encode_index(self, idx, xp, dtype):
+        """Encoded targets (n, n_outputs) from class indices ``idx``."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if self.n_outputs == 1:
+            Y = (2.0 * idx - 1.0)[:, None]
+        else:
+            Y = np.eye(self.n_outputs)[idx]
+            if self.loss_name != "softmax":
+                Y = 2.0 * Y - 1.0
+        return xp.asarray(Y, dtype=dtype)
+
+    def index_of(self, y) -> np.ndarray:
+        """Class indices of raw labels (labels unseen in fit -> error)."""
+        idx = np.searchsorted(self.classes_, y)
+        idx = np.clip(idx, 0, len(self.classes_) - 1)
+        if not np.all(self.classes_[idx] == y):
+            raise ValueError("y holds labels that were not seen when the classes were fixed")
+        return idx

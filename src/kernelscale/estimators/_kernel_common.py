@@ -1,0 +1,140 @@
+"""Pieces shared by the EigenPro and baseline estimators: kernel/bandwidth/device set-up, target
+coding for regressors and classifiers, chunked prediction through a solver's ``decision``."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..backend import namespace, resolve_device
+from ..kernels import make_kernel, resolve_bandwidth
+from ..rng import seed_from
+from ..solvers._common import predict_rows
+from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
+
+
+def check_int(name: str, value, low: int = 1, allow=()) -> None:
+    """One-line error unless ``value`` is an int >= ``low`` (or one of ``allow``)."""
+    if value in allow and isinstance(value, (str, type(None))):
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        extra = f" or one of {allow}" if allow else ""
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}{extra}")
+
+
+def check_positive(name: str, value, allow=(), zero_ok: bool = False) -> None:
+    """One-line error unless ``value`` is a finite real > 0 (>= 0 with ``zero_ok``) or in ``allow``."""
+    if isinstance(value, str) and value in allow:
+        return
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value) \
+        and (value >= 0 if zero_ok else value > 0)
+    if not ok:
+        extra = f" or one of {allow}" if allow else ""
+        raise ValueError(f"{name}={value!r} must be a finite number {'>=' if zero_ok else '>'} 0{extra}")
+
+
+def reject_sparse(X) -> None:
+    """One-line error for scipy.sparse input (``_base.is_lazy`` would otherwise accept it)."""
+    if scipy.sparse.issparse(X):
+        raise TypeError("sparse input is not supported: pass a dense array (numpy, cupy, zarr, dask)")
+
+
+class KernelEstimatorBase(BaseEstimator):
+    """Kernel, bandwidth, seed and device resolution; prediction through ``self.solver_``."""
+
+    def _setup_common(self, X):
+        """Resolve device/dtype, seed, bandwidth (median trick on a seeded sample) and kernel."""
+        self.device_, xp, dtype = device_and_dtype(self.device, self.dtype)
+        self.dtype_ = np.dtype(dtype).name
+        self.seed_ = seed_from(self.random_state)
+        metric = make_kernel(self.kernel, 1.0).metric  # unknown kernel -> one-line error first
+        if isinstance(self.bandwidth, str) and X.shape[0] < 2:
+            raise ValueError(f"bandwidth={self.bandwidth!r} needs at least 2 samples, got "
+                             f"{X.shape[0]} sample")
+        self.bandwidth_ = resolve_bandwidth(self.bandwidth, X, metric, seed=self.seed_)
+        self.kernel_ = make_kernel(self.kernel, self.bandwidth_)
+        return xp, dtype
+
+    def _xp(self):
+        """Namespace to compute in; moves a model loaded on another machine to a usable device."""
+        dev = resolve_device(self.device)
+        xp = namespace(dev)
+        self.solver_.to(xp)
+        self.device_ = dev
+        return xp
+
+    def _fresh(self) -> bool:
+        return not (getattr(self, "warm_start", False) and hasattr(self, "solver_"))
+
+    def _decision(self, X) -> np.ndarray:
+        """Raw outputs (n, C) as numpy float64, computed chunk by chunk on the device."""
+        check_is_fitted(self, "solver_")
+        reject_sparse(X)
+        X = check_X(self, X, reset=False)
+        xp = self._xp()
+        return predict_rows(X, self.solver_.decision, xp, np.dtype(self.dtype_))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+class RegressorTargets:
+    """Mixin: y -> (n, C) float targets; predict returns 1-D for 1-D training targets."""
+
+    def _fit_targets(self, X, y):
+        reject_sparse(X)
+        X, y = check_X_y(self, X, y, regression=True)
+        y = np.asarray(y, dtype=np.float64)
+        if self._fresh():
+            self._y_1d = y.ndim == 1
+        return X, y.reshape(len(y), -1)
+
+    def predict(self, X):
+        F = self._decision(X)
+        return F[:, 0] if self._y_1d else F
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class ClassifierTargets:
+    """Mixin: class labels -> encoded targets; ``_coding`` is "margin" ({-1, +1}; one column for
+    two classes, one-vs-all columns otherwise) or "onehot" (one column per class, 0/1)."""
+
+    _coding = "margin"
+
+    def _fit_targets(self, X, y):
+        reject_sparse(X)
+        X, y = check_X_y(self, X, y, regression=False)
+        if self._fresh():
+            coder = LabelCoder(y, "softmax" if self._coding == "onehot" else "hinge")
+            self._coder = coder
+            self.classes_ = coder.classes_
+        idx = self._coder.index_of(y)
+        return X, self._coder.encode_index(idx, np, np.float64)
+
+    def decision_function(self, X):
+        F = self._decision(X)
+        if F.shape[1] == 1:
+            return F[:, 0]
+        if len(self.classes_) == 2:  # one-hot binary: score of class 1 over class 0
+            return F[:, 1] - F[:, 0]
+        return F
+
+    def predict(self, X):
+        f = self.decision_function(X)
+        idx = (f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)
+        return self.classes_[idx]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags

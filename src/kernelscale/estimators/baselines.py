@@ -1,0 +1,493 @@
+"""Baseline estimators the papers compare with (ALGORITHMS.md, "Baselines"):
+
+* ``RFFSGDClassifier`` / ``RFFSGDRegressor``: fixed random Fourier features + SGD or SVRG;
+* ``NystromRidgeClassifier`` / ``NystromRidgeRegressor``: Nyström features + ridge;
+* ``ExactKRRClassifier`` / ``ExactKRRRegressor``: exact kernel ridge by a direct solve;
+* ``ExactSVMClassifier`` / ``ExactSVMRegressor``: LIBSVM (scikit-learn's SVC / SVR) as the accuracy
+  reference, with kernelscale's kernel and bandwidth naming;
+* ``PegasosClassifier``: kernelized mini-batch Pegasos;
+* ``NORMAClassifier`` / ``NORMARegressor``: kernel SGD with a truncated expansion (budget).
+
+Classifiers encode labels as {-1, +1} (one column for two classes, one-vs-all otherwise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.svm import SVC, SVR
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..backend import resolve_device
+from ..kernels import FourierBlocks, make_kernel, resolve_bandwidth
+from ..losses import make_loss
+from ..preconditioners import subsample_indices
+from ..rng import seed_from
+from ..solvers._common import load_rows, run_loop, take_rows
+from ..solvers.exact import ExactKRR
+from ..solvers.norma import NORMA
+from ..solvers.nystrom import NystromRidge
+from ..solvers.pegasos import KernelPegasos
+from ..solvers.rff_sgd import RFFSGD
+from ..stream import BatchStream
+from ._base import LabelCoder, check_X, check_X_y
+from ._kernel_common import (
+    ClassifierTargets,
+    KernelEstimatorBase,
+    RegressorTargets,
+    check_int,
+    check_positive,
+    reject_sparse,
+)
+
+CLASSIFICATION_LOSSES = ("logistic", "hinge", "square", "squared_hinge")
+REGRESSION_LOSSES = ("square", "epsilon_insensitive", "huber")
+
+
+def _check_loss(loss, allowed, who):
+    if loss not in allowed:
+        raise ValueError(f"loss={loss!r} is not supported by {who}; choose one of {allowed}")
+    return make_loss(loss)
+
+
+class _IterativeMixin:
+    """n_epochs / n_iter handling and the training loop over a BatchStream."""
+
+    iterative = True
+
+    def _n_iter(self, batches_per_epoch: int) -> int:
+        check_int("n_epochs", self.n_epochs, low=0)
+        check_int("n_iter", self.n_iter, low=0, allow=(None,))
+        return self.n_iter if self.n_iter is not None else int(self.n_epochs) * batches_per_epoch
+
+    def _train(self, stream, batches, name):
+        try:
+            run_loop(self.solver_, batches, self._n_iter(stream.batches_per_epoch), self.history_,
+                     name)
+        finally:
+            stream.close()
+        self.n_iter_ = self.solver_.t
+
+
+# ---------------------------------------------------------------------------------------------
+# Random Fourier features + SGD / SVRG
+# ---------------------------------------------------------------------------------------------
+class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
+    """Random Fourier features (fixed count) + mini-batch SGD or SVRG (``solvers.rff_sgd``).
+
+    Parameters
+    ----------
+    loss : classifier "logistic" (default), "hinge", "square", "squared_hinge";
+        regressor "square" (default), "epsilon_insensitive", "huber".
+    solver : "sgd" or "svrg".
+    n_components : D random features.  alpha : L2 penalty (alpha/2)||W||^2.
+    eta0 : step size or "auto" (1 / (L beta + alpha)).  batch_size : m.
+    svrg_inner : iterations between SVRG snapshots ("epoch" = one pass).
+    n_epochs / n_iter : per ``fit`` call.  kernel, bandwidth, window_rows, warm_start,
+    random_state, device, dtype as for the other kernelscale estimators.
+    """
+
+    def __init__(self, loss=None, solver="sgd", n_components=1000, alpha=1e-4, eta0="auto",
+                 batch_size=64, svrg_inner="epoch", n_epochs=5, n_iter=None, kernel="gaussian",
+                 bandwidth="median", window_rows=None, warm_start=False, random_state=None,
+                 device="auto", dtype="float64"):
+        self.loss = loss
+        self.solver = solver
+        self.n_components = n_components
+        self.alpha = alpha
+        self.eta0 = eta0
+        self.batch_size = batch_size
+        self.svrg_inner = svrg_inner
+        self.n_epochs = n_epochs
+        self.n_iter = n_iter
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.window_rows = window_rows
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+
+    def _fit(self, X, y):
+        X, Y = self._fit_targets(X, y)
+        n = int(X.shape[0])
+        if self._fresh():
+            if self.solver not in ("sgd", "svrg"):
+                raise ValueError(f"solver={self.solver!r} must be 'sgd' or 'svrg'")
+            check_int("n_components", self.n_components)
+            check_int("batch_size", self.batch_size)
+            check_positive("alpha", self.alpha, zero_ok=True)
+            check_positive("eta0", self.eta0, allow=("auto",))
+            check_int("svrg_inner", self.svrg_inner, allow=("epoch",))
+            loss = _check_loss(self._loss_name(), self._losses, type(self).__name__)
+            xp, dtype = self._setup_common(X)
+            blocks = FourierBlocks(self.kernel_, self.n_features_in_, int(self.n_components),
+                                   self.seed_, xp=xp, dtype=dtype)
+            per_epoch = -(-n // min(int(self.batch_size), n))
+            inner = per_epoch if self.svrg_inner == "epoch" else int(self.svrg_inner)
+            self.solver_ = RFFSGD(blocks, loss, Y.shape[1], alpha=float(self.alpha),
+                                  solver=self.solver, eta0=self.eta0, inner=inner,
+                                  X_sample=RFFSGD.sample_rows(X, self.seed_), xp=xp)
+            self.eta0_ = self.solver_.eta0
+            self.history_ = {}
+        xp = self._xp()
+        dtype = np.dtype(self.dtype_)
+        stream = BatchStream(X, Y, batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
+                             dtype=dtype, window_rows=self.window_rows)
+
+        def batches(t):
+            Xb, Yb = stream.batch(t)
+            return Xb, xp.asarray(Yb, dtype=dtype)
+
+        self.solver_.data = (X, Y)
+        try:
+            self._train(stream, batches, f"RFF+{self.solver.upper()}")
+        finally:
+            self.solver_.data = None
+        return self
+
+    def objective(self, X, y) -> float:
+        """The training objective F(W) = mean loss + (alpha/2)||W||^2 on (X, y)."""
+        check_is_fitted(self, "solver_")
+        X = check_X(self, X, reset=False)
+        Y = self._encode(y)
+        self._xp()
+        self.solver_.data = (X, Y)
+        try:
+            return self.solver_.objective()
+        finally:
+            self.solver_.data = None
+
+
+class RFFSGDClassifier(ClassifierTargets, ClassifierMixin, _RFFSGDBase):
+    __doc__ = _RFFSGDBase.__doc__
+    _losses = CLASSIFICATION_LOSSES
+
+    def _loss_name(self):
+        return self.loss or "logistic"
+
+    def _encode(self, y):
+        return self._coder.encode_index(self._coder.index_of(np.asarray(y)), np, np.float64)
+
+    def fit(self, X, y):
+        return self._fit(X, y)
+
+
+class RFFSGDRegressor(RegressorTargets, RegressorMixin, _RFFSGDBase):
+    __doc__ = _RFFSGDBase.__doc__
+    _losses = REGRESSION_LOSSES
+
+    def _loss_name(self):
+        return self.loss or "square"
+
+    def _encode(self, y):
+        return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+
+    def fit(self, X, y):
+        return self._fit(X, y)
+
+
+# ---------------------------------------------------------------------------------------------
+# Nyström + ridge, exact kernel ridge
+# ---------------------------------------------------------------------------------------------
+class _NystromBase(KernelEstimatorBase):
+    """Nyström + ridge (``solvers.nystrom``): ``n_components`` landmarks sampled with the seed;
+    ridge ``alpha`` as in scikit-learn's KernelRidge; X read in chunks of ``chunk_rows``."""
+
+    def __init__(self, n_components=500, alpha=1.0, kernel="gaussian", bandwidth="median",
+                 rcond=1e-12, chunk_rows=8192, random_state=None, device="auto", dtype="float64"):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.rcond = rcond
+        self.chunk_rows = chunk_rows
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+
+    def fit(self, X, y):
+        X, Y = self._fit_targets(X, y)
+        check_int("n_components", self.n_components)
+        check_int("chunk_rows", self.chunk_rows)
+        check_positive("alpha", self.alpha, zero_ok=True)
+        xp, dtype = self._setup_common(X)
+        idx = subsample_indices(int(X.shape[0]), int(self.n_components), self.seed_)
+        Z = xp.asarray(take_rows(X, idx), dtype=dtype)
+        self.solver_ = NystromRidge(self.kernel_, Z, xp, rcond=float(self.rcond))
+        self.solver_.fit(X, Y, float(self.alpha), dtype, int(self.chunk_rows))
+        self.n_components_ = int(Z.shape[0])
+        self.rank_ = self.solver_.rank
+        return self
+
+
+class NystromRidgeRegressor(RegressorTargets, RegressorMixin, _NystromBase):
+    __doc__ = _NystromBase.__doc__
+
+
+class NystromRidgeClassifier(ClassifierTargets, ClassifierMixin, _NystromBase):
+    __doc__ = _NystromBase.__doc__
+
+
+class _ExactKRRBase(KernelEstimatorBase):
+    """Exact kernel ridge regression, (K + alpha I) c = Y (``solvers.exact``); ``alpha`` is
+    scikit-learn's KernelRidge alpha (= n nu for DSG's averaged objective). Refuses n > ``max_n``
+    (the n x n kernel matrix) with a one-line error pointing at the scalable methods."""
+
+    def __init__(self, alpha=1.0, kernel="gaussian", bandwidth="median", max_n=20000,
+                 random_state=None, device="auto", dtype="float64"):
+        self.alpha = alpha
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.max_n = max_n
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+
+    def fit(self, X, y):
+        check_int("max_n", self.max_n)
+        X, Y = self._fit_targets(X, y)
+        n = int(X.shape[0])
+        if n > self.max_n:
+            gib = n * n * 8 / 2**30
+            raise ValueError(f"exact kernel ridge needs the n x n kernel matrix ({n} rows -> "
+                             f"{gib:.1f} GiB) and n > max_n={self.max_n}; use EigenPro, Nyström "
+                             "or DSG for large n (or raise max_n)")
+        check_positive("alpha", self.alpha)
+        xp, dtype = self._setup_common(X)
+        self.solver_ = ExactKRR(self.kernel_, load_rows(X, xp, dtype), xp)
+        self.solver_.fit(xp.asarray(Y, dtype=dtype), float(self.alpha))
+        return self
+
+
+class ExactKRRRegressor(RegressorTargets, RegressorMixin, _ExactKRRBase):
+    __doc__ = _ExactKRRBase.__doc__
+
+
+class ExactKRRClassifier(ClassifierTargets, ClassifierMixin, _ExactKRRBase):
+    __doc__ = _ExactKRRBase.__doc__
+
+
+# ---------------------------------------------------------------------------------------------
+# LIBSVM reference
+# ---------------------------------------------------------------------------------------------
+class _KernelFunction:
+    """Picklable callable kernel for LIBSVM: K(A, B) as numpy float64."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __call__(self, A, B):
+        return self.kernel(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64))
+
+
+class _ExactSVMBase(BaseEstimator):
+    """Exact SVM by LIBSVM (scikit-learn's SVC / SVR), CPU only. Kernel naming as elsewhere in
+    kernelscale: "gaussian" -> LIBSVM's rbf with gamma = 1 / (2 sigma^2); other kernels are passed
+    as a callable; bandwidth "median" uses the median trick with the seed. ``device`` is accepted
+    for a uniform interface (a missing GPU still raises DeviceError) but LIBSVM always runs on
+    the CPU."""
+
+    def __init__(self, C=1.0, kernel="gaussian", bandwidth="median", epsilon=0.1, tol=1e-3,
+                 cache_size=500, random_state=None, device="auto"):
+        self.C = C
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.epsilon = epsilon
+        self.tol = tol
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.device = device
+
+    def _svm_kernel(self, X):
+        resolve_device(self.device)  # one-line DeviceError for device="gpu" without a GPU
+        self.device_ = "cpu"
+        metric = make_kernel(self.kernel, 1.0).metric
+        if isinstance(self.bandwidth, str) and X.shape[0] < 2:
+            raise ValueError(f"bandwidth={self.bandwidth!r} needs at least 2 samples, got "
+                             f"{X.shape[0]} sample")
+        self.bandwidth_ = resolve_bandwidth(self.bandwidth, X, metric,
+                                            seed=seed_from(self.random_state))
+        self.kernel_ = make_kernel(self.kernel, self.bandwidth_)
+        if self.kernel_.name == "gaussian":
+            return {"kernel": "rbf", "gamma": 1.0 / (2.0 * self.bandwidth_**2)}
+        return {"kernel": _KernelFunction(self.kernel_)}
+
+    def predict(self, X):
+        check_is_fitted(self, "svm_")
+        reject_sparse(X)
+        return self.svm_.predict(check_X(self, X, reset=False))
+
+
+class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
+    __doc__ = _ExactSVMBase.__doc__
+
+    def fit(self, X, y):
+        reject_sparse(X)
+        X, y = check_X_y(self, X, y, regression=False)
+        check_positive("C", self.C)
+        LabelCoder(y, "hinge")  # one-line errors for regression targets / a single class
+        self.svm_ = SVC(C=float(self.C), tol=self.tol, cache_size=self.cache_size,
+                        decision_function_shape="ovr", **self._svm_kernel(X)).fit(X, y)
+        self.classes_ = self.svm_.classes_
+        return self
+
+    def decision_function(self, X):
+        check_is_fitted(self, "svm_")
+        reject_sparse(X)
+        return self.svm_.decision_function(check_X(self, X, reset=False))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
+    __doc__ = _ExactSVMBase.__doc__
+
+    def fit(self, X, y):
+        reject_sparse(X)
+        # LIBSVM needs the data in memory; scikit-learn's validation also ravels a column y
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
+        check_positive("C", self.C)
+        self.svm_ = SVR(C=float(self.C), epsilon=float(self.epsilon), tol=self.tol,
+                        cache_size=self.cache_size, **self._svm_kernel(X)).fit(X, y)
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Pegasos, NORMA
+# ---------------------------------------------------------------------------------------------
+class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, KernelEstimatorBase):
+    """Kernelized mini-batch Pegasos (``solvers.pegasos``); ``lam`` is Pegasos' lambda
+    (= 1 / (C n) for LIBSVM's C). One-vs-all for several classes. Holds the training points
+    (the support vectors), so X is loaded onto the device."""
+
+    def __init__(self, lam=1e-3, batch_size=32, n_epochs=5, n_iter=None, kernel="gaussian",
+                 bandwidth="median", warm_start=False, random_state=None, device="auto",
+                 dtype="float64"):
+        self.lam = lam
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.n_iter = n_iter
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+
+    def fit(self, X, y):
+        X, Y = self._fit_targets(X, y)
+        if self._fresh():
+            check_positive("lam", self.lam)
+            check_int("batch_size", self.batch_size)
+            xp, dtype = self._setup_common(X)
+            self.solver_ = KernelPegasos(self.kernel_, load_rows(X, xp, dtype),
+                                         xp.asarray(Y, dtype=dtype), float(self.lam), xp)
+            self.history_ = {}
+        xp = self._xp()
+        stream = BatchStream(self.solver_.X, np.arange(int(X.shape[0])),
+                             batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
+                             dtype=np.dtype(self.dtype_), check_finite=False)
+        self._train(stream, stream.batch, "Pegasos")
+        self.n_support_ = int((self.solver_.xp.abs(self.solver_.a).sum(axis=1) > 0).sum())
+        return self
+
+
+class _NORMABase(_IterativeMixin, KernelEstimatorBase):
+    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
+    (``solvers.norma``). ``lam``: RKHS penalty (lam/2)||f||^2; eta_t = eta0 ("constant", default:
+    the setting of NORMA's truncation bound - with a decaying step the newest terms are the
+    smallest, so truncation drops the important early ones) or eta0 / sqrt(t) ("invsqrt");
+    ``batch_size`` points per step. Reads mini-batches from a BatchStream."""
+
+    def __init__(self, loss=None, lam=1e-4, eta0=0.5, schedule="constant", budget=1000,
+                 batch_size=8, n_epochs=3, n_iter=None, kernel="gaussian", bandwidth="median",
+                 window_rows=None, warm_start=False, random_state=None, device="auto",
+                 dtype="float64"):
+        self.loss = loss
+        self.lam = lam
+        self.eta0 = eta0
+        self.schedule = schedule
+        self.budget = budget
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.n_iter = n_iter
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.window_rows = window_rows
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+
+    def fit(self, X, y):
+        X, Y = self._fit_targets(X, y)
+        if self._fresh():
+            loss = _check_loss(self._loss_name(), self._losses, type(self).__name__)
+            check_positive("lam", self.lam, zero_ok=True)
+            check_positive("eta0", self.eta0)
+            check_int("budget", self.budget)
+            check_int("batch_size", self.batch_size)
+            if self.schedule not in ("invsqrt", "constant"):
+                raise ValueError(f"schedule={self.schedule!r} must be 'invsqrt' or 'constant'")
+            xp, dtype = self._setup_common(X)
+            self.solver_ = NORMA(self.kernel_, loss, self.n_features_in_, Y.shape[1],
+                                 lam=float(self.lam), eta0=float(self.eta0),
+                                 schedule=self.schedule, budget=int(self.budget), xp=xp,
+                                 dtype=dtype)
+            self.history_ = {}
+        xp = self._xp()
+        dtype = np.dtype(self.dtype_)
+        stream = BatchStream(X, Y, batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
+                             dtype=dtype, window_rows=self.window_rows)
+
+        def batches(t):
+            Xb, Yb = stream.batch(t)
+            return Xb, xp.asarray(Yb, dtype=dtype)
+
+        self._train(stream, batches, "NORMA")
+        return self
+
+
+class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
+    __doc__ = _NORMABase.__doc__ + "\n    loss: 'hinge' (default), 'logistic', 'squared_hinge'."
+    _losses = ("hinge", "logistic", "squared_hinge")
+
+    def _loss_name(self):
+        return self.loss or "hinge"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True  # truncated, regularised SGD: a weak baseline
+        return tags
+
+
+class NORMARegressor(RegressorTargets, RegressorMixin, _NORMABase):
+    __doc__ = _NORMABase.__doc__ + "\n    loss: 'square' (default), 'epsilon_insensitive', 'huber'."
+    _losses = REGRESSION_LOSSES
+
+    def _loss_name(self):
+        return self.loss or "square"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True  # truncated, regularised SGD: a weak baseline
+        return tags
+
+
+__all__ = [
+    "ExactKRRClassifier",
+    "ExactKRRRegressor",
+    "ExactSVMClassifier",
+    "ExactSVMRegressor",
+    "NORMAClassifier",
+    "NORMARegressor",
+    "NystromRidgeClassifier",
+    "NystromRidgeRegressor",
+    "PegasosClassifier",
+    "RFFSGDClassifier",
+    "RFFSGDRegressor",
+]

@@ -1,0 +1,321 @@
+"""DSG-family estimators: ``DSGRegressor``, ``DSGClassifier`` (binary and multi-class) and
+``DSGOneClass`` (novelty detection), thin scikit-learn wrappers over ``solvers.dsg``.
+
+Training reads mini-batches from a ``stream.BatchStream``, so ``X`` may be an on-disk zarr/dask
+array that is never loaded whole. With ``warm_start=True`` each ``fit`` continues for another
+``n_iter`` iterations on the same batch sequence, so a run cut into segments (the pipeline
+checkpoints between them) yields the same model as one long ``fit``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ..backend import namespace, resolve_device, to_numpy
+from ..kernels import FourierBlocks, make_kernel, resolve_bandwidth
+from ..losses import make_loss, sigmoid, softmax
+from ..rng import seed_from
+from ..solvers.dsg import DSGConfig, DSGModel, DSGSolver
+from ..stream import BatchStream, iter_row_chunks
+from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
+
+_PREDICT_CHUNK = 8192
+
+
+class _DSGBase(BaseEstimator):
+    """Parameters shared by the DSG estimators.
+
+    Parameters
+    ----------
+    variant : "dsg" | "udsg" | "cdsg"
+    kernel : "gaussian" | "laplacian" | "cauchy" | "matern12" | "matern32" | "matern52"
+    bandwidth : "median" (median trick; "median*4" for a multiple) or a positive number
+    reg : nu, the RKHS regularisation (nu/2)||f||^2
+    loss : loss name (estimator-specific choices); ``loss_params`` its parameters
+        (epsilon, delta, tau, nu_o)
+    batch_size : B, points per iteration
+    block_size : F, random features per new block
+    n_iter : iterations per ``fit`` call
+    eta0, step_schedule, t0 : step size gamma_t (see ``solvers.dsg.DSGConfig.step_size``)
+    n_new, n_reuse : G and U of UDSG
+    precondition : precondition each block step by (cov(phi_k) + nu I)^-1
+    max_step_ratio : CDSG's cap on the line-search step, in units of gamma_t (1: never longer
+        than the DSG step, which eta0="auto" already puts at the stability limit)
+    window_rows : rows read from disk per window (default: all for in-memory data, a chunk
+        for on-disk data); see ``stream.BatchStream``
+    random_state, device ("auto" | "cpu" | "gpu"), dtype ("float64" | "float32"), warm_start
+    """
+
+    iterative = True
+    _default_loss = "square"
+
+    def __init__(self, variant="dsg", kernel="gaussian", bandwidth="median", reg=1e-4, loss=None,
+                 loss_params=None, batch_size=256, block_size=256, n_iter=300, eta0="auto",
+                 step_schedule="inverse", t0=100.0, n_new=1, n_reuse=1, precondition=False,
+                 max_step_ratio=1.0, window_rows=None, random_state=None, device="auto",
+                 dtype="float64", warm_start=False):
+        self.variant = variant
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.reg = reg
+        self.loss = loss
+        self.loss_params = loss_params
+        self.batch_size = batch_size
+        self.block_size = block_size
+        self.n_iter = n_iter
+        self.eta0 = eta0
+        self.step_schedule = step_schedule
+        self.t0 = t0
+        self.n_new = n_new
+        self.n_reuse = n_reuse
+        self.precondition = precondition
+        self.max_step_ratio = max_step_ratio
+        self.window_rows = window_rows
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.warm_start = warm_start
+
+    # -- set-up -------------------------------------------------------------------------
+    def _check_params(self):
+        for name in ("batch_size", "block_size"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name}={v!r} must be a positive integer")
+        if not isinstance(self.n_iter, (int, np.integer)) or self.n_iter < 0:
+            raise ValueError(f"n_iter={self.n_iter!r} must be a non-negative integer")
+        if not isinstance(self.reg, (int, float)) or not math.isfinite(self.reg) or self.reg < 0:
+            raise ValueError(f"reg={self.reg!r} must be a finite number >= 0")
+
+    def _loss_name(self, n_classes=None):
+        return self.loss or self._default_loss
+
+    def _init_model(self, X, n_outputs: int, loss_name: str):
+        self._check_params()
+        config = DSGConfig(variant=self.variant, block_size=int(self.block_size), reg=float(self.reg),
+                           eta0=self.eta0, schedule=self.step_schedule, t0=float(self.t0),
+                           n_new=int(self.n_new), n_reuse=int(self.n_reuse),
+                           precondition=bool(self.precondition),
+                           max_step_ratio=float(self.max_step_ratio))
+        loss = make_loss(loss_name, **(self.loss_params or {}))
+        self._check_loss(loss)
+        self.device_, xp, dtype = device_and_dtype(self.device, self.dtype)
+        self.seed_ = seed_from(self.random_state)
+        metric = make_kernel(self.kernel, 1.0).metric
+        self.bandwidth_ = resolve_bandwidth(self.bandwidth, X, metric, seed=self.seed_)
+        self.kernel_ = make_kernel(self.kernel, self.bandwidth_)
+        blocks = FourierBlocks(self.kernel_, self.n_features_in_, config.block_size, self.seed_,
+                               xp=xp, dtype=dtype)
+        self.model_ = DSGModel(blocks, n_outputs)
+        self.loss_ = loss
+        self.solver_ = DSGSolver(self.model_, self.kernel_, loss, config, self.seed_)
+        self.history_ = {}
+
+    def _check_loss(self, loss):
+        raise NotImplementedError  # pragma: no cover
+
+    def _xp(self):
+        """Namespace to compute in; moves a model loaded on another machine to a usable device."""
+        dev = resolve_device(self.device)
+        xp = namespace(dev)
+        if self.model_.xp is not xp:
+            self.model_.to(xp)
+        self.device_ = dev
+        return xp
+
+    def _train(self, X, y_stream, encode, n_iter, stream_seed):
+        xp = self._xp()
+        stream = BatchStream(X, y_stream, batch_size=int(self.batch_size), seed=stream_seed, xp=xp,
+                             dtype=self.model_.blocks.dtype, window_rows=self.window_rows)
+
+        def batches(t):
+            Xb, yb = stream.batch(t)
+            return Xb, encode(yb, xp)
+
+        try:
+            self.solver_.run(batches, n_iter, self.history_)
+        finally:
+            stream.close()
+        self.n_iter_ = self.solver_.t
+        self.n_blocks_ = self.model_.n_blocks
+
+    def _fresh(self) -> bool:
+        return not (self.warm_start and hasattr(self, "model_"))
+
+    def _decision(self, X):
+        check_is_fitted(self, "model_")
+        X = check_X(self, X, reset=False)
+        xp = self._xp()
+        dtype = self.model_.blocks.dtype
+        parts = [to_numpy(self.model_.decision(xp.asarray(block, dtype=dtype)))
+                 for _, block in iter_row_chunks(X, _PREDICT_CHUNK)]
+        return np.concatenate(parts).astype(np.float64, copy=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+class DSGRegressor(RegressorMixin, _DSGBase):
+    """Kernel regression by doubly stochastic gradients (paper 003) or its UDSG/CDSG variants.
+
+    ``loss``: "square" (default; kernel ridge regression), "epsilon_insensitive" (SVR), "huber",
+    "quantile".  With square loss the objective (nu/2)||f||^2 + E[0.5 (f(x) - y)^2] equals
+    scikit-learn's ``KernelRidge`` with ``alpha = n * nu``.
+    """
+
+    def _check_loss(self, loss):
+        if loss.task != "regression":
+            raise ValueError(f"loss={loss.name!r} is not a regression loss; use square, "
+                             "epsilon_insensitive, huber or quantile")
+
+    def fit(self, X, y):
+        X, y = check_X_y(self, X, y, regression=True)
+        y = np.asarray(y, dtype=np.float64)
+        self._y_1d = y.ndim == 1
+        if self._fresh():
+            self._init_model(X, 1 if y.ndim == 1 else y.shape[1], self._loss_name())
+        Y = y.reshape(len(y), -1)
+        self._train(X, Y, lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
+                    self.n_iter, self.seed_)
+        return self
+
+    def partial_fit(self, X, y):
+        """One pass (ceil(n / batch_size) iterations) over (X, y), continuing the fitted model."""
+        keep = self.warm_start
+        self.warm_start = True
+        try:
+            X, y = check_X_y(self, X, y, regression=True) if not hasattr(self, "model_") else (X, y)
+            if not hasattr(self, "model_"):
+                y = np.asarray(y, dtype=np.float64)
+                self._y_1d = y.ndim == 1
+                self._init_model(X, 1 if y.ndim == 1 else y.shape[1], self._loss_name())
+            X = check_X(self, X, reset=False)
+            y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+            n_iter = -(-X.shape[0] // int(self.batch_size))
+            self._train(X, y, lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
+                        n_iter, self.seed_ + self.solver_.t + 1)
+        finally:
+            self.warm_start = keep
+        return self
+
+    def predict(self, X):
+        f = self._decision(X)
+        return f[:, 0] if self._y_1d else f
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class DSGClassifier(ClassifierMixin, _DSGBase):
+    """Kernel classification by doubly stochastic gradients (paper 003) or UDSG/CDSG (paper 000).
+
+    ``loss``: None picks "logistic" for two classes and "softmax" for more; "hinge" (SVM) and
+    "squared_hinge" work one-vs-all. ``predict_proba`` exists for logistic and softmax.
+    """
+
+    _default_loss = "auto"
+
+    def _check_loss(self, loss):
+        if loss.task != "classification":
+            raise ValueError(f"loss={loss.name!r} is not a classification loss; use logistic, "
+                             "softmax, hinge or squared_hinge")
+
+    def _loss_for(self, n_classes):
+        name = self.loss or "auto"
+        if name == "auto":
+            return "logistic" if n_classes == 2 else "softmax"
+        return name
+
+    def _setup(self, X, y, classes=None):
+        coder = LabelCoder(np.asarray(classes) if classes is not None else y,
+                           self._loss_for(len(np.unique(classes if classes is not None else y))))
+        self._coder = coder
+        self.classes_ = coder.classes_
+        self._init_model(X, coder.n_outputs, coder.loss_name)
+
+    def fit(self, X, y):
+        X, y = check_X_y(self, X, y, regression=False)
+        if self._fresh():
+            self._setup(X, y)
+        idx = self._coder.index_of(y)
+        self._train(X, idx, lambda yb, xp: self._coder.encode_index(yb, xp, self.model_.blocks.dtype),
+                    self.n_iter, self.seed_)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """One pass over (X, y); ``classes`` is required on the first call (scikit-learn convention)."""
+        if not hasattr(self, "model_"):
+            X, y = check_X_y(self, X, y, regression=False)
+            if classes is None:
+                raise ValueError("classes must be given on the first call to partial_fit")
+            self._setup(X, y, classes)
+        X = check_X(self, X, reset=False)
+        idx = self._coder.index_of(np.asarray(y))
+        n_iter = -(-X.shape[0] // int(self.batch_size))
+        self._train(X, idx, lambda yb, xp: self._coder.encode_index(yb, xp, self.model_.blocks.dtype),
+                    n_iter, self.seed_ + self.solver_.t + 1)
+        return self
+
+    def decision_function(self, X):
+        f = self._decision(X)
+        return f[:, 0] if f.shape[1] == 1 else f
+
+    def predict(self, X):
+        f = self.decision_function(X)
+        idx = (f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)
+        return self.classes_[idx]
+
+    def _probabilistic(self):
+        return hasattr(self, "loss_") and self.loss_.probabilistic or (
+            not hasattr(self, "loss_") and self.loss in (None, "auto", "logistic", "softmax"))
+
+    @available_if(_probabilistic)
+    def predict_proba(self, X):
+        f = self._decision(X)
+        if f.shape[1] == 1:
+            p = sigmoid(f[:, 0])
+            return np.column_stack([1.0 - p, p])
+        return softmax(f)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+class DSGOneClass(OutlierMixin, _DSGBase):
+    """Novelty detection by DSG with the one-class loss (paper 003, section 4; ``losses.Novelty``).
+
+    ``nu_o`` (in ``loss_params``, default 0.1) is the fraction of training points left outside.
+    ``decision_function`` is f(x) - rho: negative for outliers; ``predict`` gives +1 / -1.
+    """
+
+    def _check_loss(self, loss):
+        if loss.task != "novelty":
+            raise ValueError(f"loss={loss.name!r}: DSGOneClass uses the 'novelty' loss")
+
+    def fit(self, X, y=None):
+        X = check_X(self, X, reset=True)
+        if self._fresh():
+            self._init_model(X, 1, "novelty")
+        self._train(X, None, lambda yb, xp: None, self.n_iter, self.seed_)
+        self.offset_ = float(self.loss_.rho)
+        return self
+
+    def decision_function(self, X):
+        return self._decision(X)[:, 0] - self.loss_.rho
+
+    def score_samples(self, X):
+        return self._decision(X)[:, 0]
+
+    def predict(self, X):
+        return np.where(self.decision_function(X) >= 0, 1, -1)

@@ -1,0 +1,171 @@
+"""EigenPro estimators (Ma & Belkin, NIPS 2017, paper 004): ``EigenProRegressor`` and
+``EigenProClassifier`` - square loss, multi-class by one-hot targets, prediction by argmax.
+
+``method="kernel"``: f = sum_i alpha_i k(x_i, .) over the n training points (the model holds them,
+so X is loaded onto the device once); ``method="rff"``: a linear model on ``n_components`` random
+Fourier features, trained from mini-batches of a ``BatchStream`` so X may stay on disk (zarr, dask).
+Batch size and step size default to the paper's §4 choice (``kernelscale.preconditioners``).
+With ``warm_start=True`` each ``fit`` continues for another ``n_iter`` iterations (or ``n_epochs``
+epochs) on the same seeded batch sequence: segments give the model of one long run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+
+from ..kernels import FourierBlocks
+from ..solvers._common import load_rows, run_loop
+from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
+from ..stream import BatchStream
+from ._kernel_common import (
+    ClassifierTargets,
+    KernelEstimatorBase,
+    RegressorTargets,
+    check_int,
+    check_positive,
+)
+
+METHODS = ("kernel", "rff")
+DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # paper 004 §6: tau = 1 primal/kernel, 1/4 for RF
+
+
+class _EigenProBase(KernelEstimatorBase):
+    """Parameters shared by the EigenPro estimators.
+
+    Parameters
+    ----------
+    method : "kernel" (EigenPro in the RKHS over the training points) or "rff" (EigenPro on
+        random Fourier features).
+    kernel, bandwidth : kernel name and sigma ("median", "median*<f>" or a number > 0).
+    n_eigenvectors : k, top eigendirections flattened by the preconditioner (paper: 160);
+        capped so that lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``;
+        the value used is ``n_eigenvectors_``); 0 runs the same loop without a preconditioner
+        (plain SGD).
+    subsample_size : M, rows whose eigensystem estimates the preconditioner (paper: 4800).
+    tau : damping; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
+    batch_size : m, or "auto" = min(m*, n, memory cap), m* = beta / lambda_{k+1} (§4).
+    eta : step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see preconditioners).
+    n_epochs : passes over the data per ``fit`` call (used when ``n_iter`` is None).
+    n_iter : iterations per ``fit`` call (overrides ``n_epochs``).
+    n_components : D, random features for ``method="rff"``.
+    eig_method : "auto" | "eigh" | "randomized" (top-k eigensystem of the subsample).
+    window_rows : rows per read window for on-disk X (``stream.BatchStream``).
+    warm_start, random_state, device ("auto" | "cpu" | "gpu"), dtype ("float64" | "float32").
+
+    Attributes
+    ----------
+    solver_, batch_size_, eta_, n_eigenvectors_, lambda_top_, lambda_next_ (lambda_1, lambda_{k+1}),
+    beta_, n_iter_ (iterations so far), history_ (iter, time, objective = batch MSE).
+    """
+
+    iterative = True
+    _coding = None
+
+    def __init__(self, method="kernel", kernel="gaussian", bandwidth="median", n_eigenvectors=160,
+                 subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_epochs=10,
+                 n_iter=None, n_components=2000, eig_method="auto", window_rows=None,
+                 warm_start=False, random_state=None, device="auto", dtype="float64"):
+        self.method = method
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.n_eigenvectors = n_eigenvectors
+        self.subsample_size = subsample_size
+        self.tau = tau
+        self.batch_size = batch_size
+        self.eta = eta
+        self.n_epochs = n_epochs
+        self.n_iter = n_iter
+        self.n_components = n_components
+        self.eig_method = eig_method
+        self.window_rows = window_rows
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+
+    def _check_params(self):
+        if self.method not in METHODS:
+            raise ValueError(f"method={self.method!r} must be one of {METHODS}")
+        check_int("n_eigenvectors", self.n_eigenvectors, low=0)
+        check_int("subsample_size", self.subsample_size, low=1)
+        check_int("batch_size", self.batch_size, allow=("auto",))
+        check_positive("eta", self.eta, allow=("auto",))
+        check_positive("tau", self.tau, allow=("auto",))
+        if self.tau != "auto" and self.tau > 1:
+            raise ValueError(f"tau={self.tau!r} must be in (0, 1]")
+        check_int("n_epochs", self.n_epochs, low=0)
+        check_int("n_iter", self.n_iter, low=0, allow=(None,))
+        check_int("n_components", self.n_components, low=1)
+
+    def _setup(self, X, Y):
+        self._check_params()
+        xp, dtype = self._setup_common(X)
+        tau = DEFAULT_TAU[self.method] if self.tau == "auto" else float(self.tau)
+        common = dict(n_eigenvectors=int(self.n_eigenvectors), tau=tau,
+                      subsample_size=int(self.subsample_size), batch_size=self.batch_size,
+                      eta=self.eta, seed=self.seed_, xp=xp, eig_method=self.eig_method)
+        if self.method == "kernel":
+            Xd = load_rows(X, xp, dtype)
+            self.solver_ = KernelEigenPro(self.kernel_, Xd, xp.asarray(Y, dtype=dtype), **common)
+        else:
+            blocks = FourierBlocks(self.kernel_, self.n_features_in_, int(self.n_components),
+                                   self.seed_, xp=xp, dtype=dtype)
+            self.solver_ = RFFEigenPro(blocks, X, Y.shape[1], **common)
+        p = self.solver_.precond
+        self.batch_size_, self.eta_ = self.solver_.batch_size, self.solver_.eta
+        self.n_eigenvectors_, self.beta_ = p.k, p.beta
+        self.lambda_top_, self.lambda_next_ = p.lam_top, p.lam_next
+        self.history_ = {}
+
+    def _fit(self, X, y):
+        X, Y = self._fit_targets(X, y)
+        if self._fresh():
+            self._setup(X, Y)
+        xp = self._xp()
+        solver = self.solver_
+        dtype = np.dtype(self.dtype_)
+        n = int(X.shape[0])
+        if self.method == "kernel":
+            # the stream's "targets" are row indices: the step needs them to update alpha_B
+            stream = BatchStream(solver.X, np.arange(n), batch_size=solver.batch_size,
+                                 seed=self.seed_, xp=xp, dtype=dtype, check_finite=False)
+
+            def batches(t):
+                return stream.batch(t)
+        else:
+            stream = BatchStream(X, Y, batch_size=solver.batch_size, seed=self.seed_, xp=xp,
+                                 dtype=dtype, window_rows=self.window_rows)
+
+            def batches(t):
+                Xb, Yb = stream.batch(t)
+                return Xb, xp.asarray(Yb, dtype=dtype)
+
+        n_iter = self.n_iter if self.n_iter is not None else \
+            int(self.n_epochs) * stream.batches_per_epoch
+        try:
+            run_loop(solver, batches, n_iter, self.history_, "EigenPro")
+        finally:
+            stream.close()
+        self.n_iter_ = solver.t
+        self.n_epochs_ = solver.t / stream.batches_per_epoch
+        return self
+
+
+class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
+    """EigenPro least-squares regression (paper 004); multi-output y allowed."""
+
+    def fit(self, X, y):
+        return self._fit(X, y)
+
+
+class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
+    """EigenPro classification: least squares on one-hot targets, predict by argmax (paper 004)."""
+
+    _coding = "onehot"
+
+    def fit(self, X, y):
+        return self._fit(X, y)
+
+
+__all__ = ["EigenProClassifier", "EigenProRegressor"]

@@ -1,0 +1,257 @@
+"""Top-k eigensystems and the EigenPro preconditioners (Ma & Belkin, NIPS 2017, paper 004).
+
+Notation of the paper (§2-§4): H is the (non-centred) covariance of the feature vectors,
+H = (1/n) sum_i phi(x_i) phi(x_i)^T, with eigenpairs (lambda_i, e_i) in decreasing order. The
+EigenPro preconditioner (§3, eq. 7 with the damping tau of Algorithm EigenPro) is
+
+    P = I - sum_{i <= k} (1 - tau lambda_{k+1} / lambda_i) e_i e_i^T,
+
+which flattens the top k eigenvalues of P H to tau lambda_{k+1}; the top eigenvalue of P H is
+then lambda_{k+1} (for tau <= 1). Both versions estimate (lambda_i, e_i) from a subsample of
+M points, as the paper does.
+
+Step size and batch size (§4). The paper picks eta = 1 / ||P H_m||, H_m the covariance of a
+mini-batch of m points, and bounds ||P H_m|| with high probability by
+lambda_{k+1} + O(kappa / m) + O(sqrt(lambda_{k+1} kappa / m)) (Theorem 3), kappa = max ||x||^2.
+We use the expectation form of that bound: ||P H_m|| ~ lambda_{k+1} + (beta - lambda_{k+1}) / m,
+which is exact for m = 1 (||P H_1|| = ||P^{1/2} phi(x)||^2 = beta) and for m -> infinity
+(lambda_{k+1}); beta = max_x ||P^{1/2} phi(x)||^2 over the subsample (the preconditioned
+kappa). Hence
+
+    eta(m) = m / (beta + (m - 1) lambda_{k+1}),                                   (S1)
+    m*     = beta / lambda_{k+1}   (the "critical" batch: beyond it eta stops growing
+                                    linearly in m, so larger batches waste work).  (S2)
+
+(S1) is eta = m / beta (small batches: the "eta ~ 1/sqrt(lambda_{k+1})" regime of §4 grows
+into this linear-scaling rule) and tends to eta = 1 / lambda_{k+1} (§4's "eta = ||P H||^-1")
+for large m. The same formulas with k = 0 (P = I, lambda_1 in place of lambda_{k+1}) give the
+step of plain SGD, which is how we compare the two fairly.
+
+Two safeguards the paper leaves implicit: k is capped so that lambda_{k+1} >= beta_0 / M
+(``resolvable_k``: eigenpairs below one subsample point's share of the trace are not estimated,
+only noise; EigenPro 2's rule m* <= M), and beta is measured on held-out probe rows as well as
+on the subsample (``set_beta``), since the subsample's own points underestimate it.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import numpy as np
+import scipy.linalg
+
+from .rng import block_generator
+from .solvers._common import DeviceState
+
+# Separate counter-based streams so the subsample and the randomized-SVD test matrix never share
+# random numbers with mini-batch orders or feature blocks.
+SUBSAMPLE_STREAM = 11
+RSVD_STREAM = 12
+
+
+def step_size(beta: float, lam: float, m: int) -> float:
+    """eta(m) = m / (beta + (m - 1) lambda_{k+1}), eq. (S1) of the module docstring."""
+    return float(m) / (float(beta) + (m - 1) * float(lam))
+
+
+def critical_batch_size(beta: float, lam: float) -> float:
+    """m* = beta / lambda_{k+1}, eq. (S2) of the module docstring."""
+    return float(beta) / max(float(lam), 1e-300)
+
+
+def subsample_indices(n: int, size: int, seed: int) -> np.ndarray:
+    """Sorted indices of ``size`` distinct rows out of ``n``; a pure function of the seed."""
+    size = min(int(size), int(n))
+    rng = block_generator(seed, 0, SUBSAMPLE_STREAM)
+    return np.sort(rng.choice(n, size=size, replace=False))
+
+
+def probe_indices(n: int, size: int, seed: int) -> np.ndarray:
+    """Sorted rows (independent of the subsample's draw) on which beta is evaluated."""
+    size = min(int(size), int(n))
+    rng = block_generator(seed, 1, SUBSAMPLE_STREAM)
+    return np.sort(rng.choice(n, size=size, replace=False))
+
+
+def top_eigh(A, q: int, xp: ModuleType, *, method: str = "auto", seed: int = 0,
+             n_oversample: int = 10, n_power_iter: int = 3):
+    """Top-``q`` eigenpairs of a symmetric PSD matrix ``A`` (N x N): (values desc., vectors).
+
+    ``method``: "eigh" (dense LAPACK; scipy computes only the top q on numpy), "randomized"
+    (Halko, Martinsson & Tropp 2011, Alg. 4.4 + 5.3: range finder with power iterations, then an
+    exact eigh of the small projected matrix) or "auto" (eigh up to N = 3000). Negative round-off
+    eigenvalues are clipped to 0.
+    """
+    N = int(A.shape[0])
+    q = max(1, min(int(q), N))
+    if method not in ("auto", "eigh", "randomized"):
+        raise ValueError(f"eig_method={method!r} must be 'auto', 'eigh' or 'randomized'")
+    if method == "auto":
+        method = "eigh" if (N <= 3000 or q + n_oversample >= N // 2) else "randomized"
+    if method == "eigh" or q + n_oversample >= N:
+        if xp is np:
+            vals, vecs = scipy.linalg.eigh(A, subset_by_index=(N - q, N - 1))
+        else:
+            vals, vecs = xp.linalg.eigh(A)
+            vals, vecs = vals[N - q:], vecs[:, N - q:]
+    else:
+        # generous oversampling: the sketch underestimates the trailing (k+1)-th eigenvalue, and
+        # a too small lambda_{k+1} means a too large step
+        p = min(N, q + max(n_oversample, q // 4))
+        omega = block_generator(seed, 0, RSVD_STREAM).standard_normal((N, p))
+        Q, _ = xp.linalg.qr(A @ xp.asarray(omega, dtype=A.dtype))
+        for _ in range(n_power_iter):  # power iterations sharpen a slowly decaying spectrum
+            Q, _ = xp.linalg.qr(A @ Q)
+        B = Q.T @ (A @ Q)
+        vals, V = xp.linalg.eigh(0.5 * (B + B.T))
+        vals, vecs = vals[p - q:], Q @ V[:, p - q:]
+    vals = xp.maximum(vals[::-1], 0.0)
+    return vals, xp.ascontiguousarray(vecs[:, ::-1])
+
+
+def resolvable_k(lam, k: int, beta0: float, M: int) -> int:
+    """Largest k' <= k with lambda_{k'+1} >= beta0 / M (lambda: subsample eigenvalues, desc.).
+
+    The eigenvalues of the covariance sum to its trace E||phi(x)||^2 <= beta0, and an M-point
+    subsample carries beta0 / M per point: eigenpairs below that level are not resolved by the
+    subsample (at the extreme they are round-off), and flattening them makes P H lose its bound
+    lambda_{k+1}, so the §4 step diverges. Equivalently the critical batch m* = beta0 / lambda_{k+1}
+    stays <= M, the rule EigenPro 2 (Ma & Belkin 2019) uses to pick k.
+    """
+    floor = beta0 / M
+    ok = [i for i in range(int(k) + 1) if float(lam[i]) >= floor]
+    return max(ok) if ok else 0
+
+
+def _check_tau(tau: float) -> float:
+    tau = float(tau)
+    if not math.isfinite(tau) or not 0.0 < tau <= 1.0:
+        raise ValueError(f"tau={tau!r} must be in (0, 1]")
+    return tau
+
+
+class KernelPreconditioner(DeviceState):
+    """EigenPro preconditioner in the RKHS, acting on the coefficients of M subsample centres.
+
+    The covariance operator of the subsample, (1/M) sum_s k(x_s, .) (x) k(x_s, .), has eigenvalues
+    lambda_i = sigma_i / M and unit-norm eigenfunctions psi_i = sigma_i^{-1/2} sum_s u_i[s] k(x_s, .),
+    where K_S u_i = sigma_i u_i is the eigensystem of the subsample kernel matrix (the Nyström
+    extension). For a gradient g = (1/m) sum_{j in batch} r_j k(x_j, .),
+
+        P g = g - sum_i (1 - tau lambda_{k+1} / lambda_i) <psi_i, g> psi_i,
+        <psi_i, g> = (1/m) sigma_i^{-1/2} u_i^T K_{S,B} r,
+
+    so the correction lives on the subsample coefficients:
+    ``alpha_S += (eta / m) U diag(d) U^T K_{S,B} r`` with d_i = (1 - tau lambda_{k+1}/lambda_i)/sigma_i
+    (paper 004 §3, "Kernel EigenPro"; O(k M) per iteration beyond K_{S,B} r).
+    """
+
+    _arrays = ("U", "d")
+
+    def __init__(self, K_S, k: int, tau: float, xp: ModuleType, *, kxx=None, method="auto",
+                 seed: int = 0):
+        tau = _check_tau(tau)
+        self.xp = xp
+        M = int(K_S.shape[0])
+        k = max(0, min(int(k), M - 1))
+        sigma, U = top_eigh(K_S, k + 1, xp, method=method, seed=seed)
+        lam = sigma / M
+        kxx = xp.diagonal(K_S) if kxx is None else kxx
+        k = resolvable_k(lam, k, float(kxx.max()), M)
+        self.k = k
+        self.tau = tau
+        self.lam_top = float(lam[0])
+        self.lam_next = float(lam[k])  # lambda_{k+1}: top eigenvalue of P H
+        if k == 0:  # plain SGD: P = I
+            self.U = None
+            self.d = None
+            self.beta = float(kxx.max())
+            return
+        lam_k, sigma_k, U = lam[:k], sigma[:k], U[:, :k]
+        keep = lam_k > 0
+        shrink = xp.where(keep, 1.0 - tau * self.lam_next / xp.where(keep, lam_k, 1.0), 0.0)
+        self.U = U
+        self.d = shrink / xp.where(keep, sigma_k, 1.0)
+        # in-sample beta_P; ``set_beta`` refines it on held-out probe rows
+        kP = kxx - ((U * U) * (shrink * sigma_k)[None, :]).sum(axis=1)
+        self.beta = max(float(kP.max()), self.lam_next)
+
+    def preconditioned_diag(self, kxx, K_xS):
+        """k_P(x, x) = k(x,x) - sum_i (1 - tau lambda_{k+1}/lambda_i) psi_i(x)^2 for rows x, given
+        k(x, x) and K(x, S); psi_i(x) = sigma_i^{-1/2} u_i^T k(S, x) (the Nyström extension)."""
+        if self.U is None:
+            return kxx
+        proj = K_xS @ self.U
+        return kxx - ((proj * proj) * self.d[None, :]).sum(axis=1)
+
+    def set_beta(self, kxx, K_xS) -> float:
+        """beta = max k_P(x, x) over probe rows as well: the subsample alone underestimates it
+        (its own points are fitted best by its eigenvectors), and a too small beta diverges."""
+        self.beta = max(self.beta, float(self.preconditioned_diag(kxx, K_xS).max()))
+        return self.beta
+
+    def correction(self, K_SB_r):
+        """U diag(d) U^T (K_{S,B} r): the subsample-coefficient correction (None when k = 0)."""
+        if self.U is None:
+            return None
+        return self.U @ (self.d[:, None] * (self.U.T @ K_SB_r))
+
+
+class PrimalPreconditioner(DeviceState):
+    """EigenPro preconditioner for a linear model on explicit features (Algorithm EigenPro, §3).
+
+    From a subsample Phi_S (M x D) of feature rows: the eigensystem of H_S = Phi_S^T Phi_S / M (via
+    the smaller of the D x D covariance and the M x M Gram matrix), then
+    P g = g - E diag(1 - tau lambda_{k+1}/lambda_i) E^T g.
+    """
+
+    _arrays = ("E", "shrink")
+
+    def __init__(self, Phi_S, k: int, tau: float, xp: ModuleType, *, method="auto", seed: int = 0):
+        tau = _check_tau(tau)
+        self.xp = xp
+        M, D = int(Phi_S.shape[0]), int(Phi_S.shape[1])
+        k = max(0, min(int(k), min(M, D) - 1))
+        q = k + 1
+        if D <= M:
+            lam, E = top_eigh(Phi_S.T @ Phi_S / M, q, xp, method=method, seed=seed)
+        else:
+            lam, V = top_eigh(Phi_S @ Phi_S.T / M, q, xp, method=method, seed=seed)
+            # right singular vectors from left ones: e_i = Phi^T v_i / sqrt(M lambda_i)
+            E = Phi_S.T @ V / xp.sqrt(xp.maximum(M * lam, 1e-300))[None, :]
+        norms = (Phi_S * Phi_S).sum(axis=1)
+        k = resolvable_k(lam, k, float(norms.max()), M)
+        self.k = k
+        self.tau = tau
+        self.lam_top = float(lam[0])
+        self.lam_next = float(lam[k])
+        if k == 0:
+            self.E = None
+            self.shrink = None
+            self.beta = float(norms.max())
+            return
+        lam_k = lam[:k]
+        keep = lam_k > 0
+        self.E = E[:, :k]
+        self.shrink = xp.where(keep, 1.0 - tau * self.lam_next / xp.where(keep, lam_k, 1.0), 0.0)
+        self.beta = max(float(self.preconditioned_norms(Phi_S).max()), self.lam_next)
+
+    def preconditioned_norms(self, Phi):
+        """||P^{1/2} phi(x)||^2 = ||phi||^2 - sum_i shrink_i <e_i, phi>^2 for rows of Phi."""
+        norms = (Phi * Phi).sum(axis=1)
+        if self.E is None:
+            return norms
+        proj = Phi @ self.E
+        return norms - ((proj * proj) * self.shrink[None, :]).sum(axis=1)
+
+    def set_beta(self, Phi) -> float:
+        """Raise beta to the max over probe rows (see ``KernelPreconditioner.set_beta``)."""
+        self.beta = max(self.beta, float(self.preconditioned_norms(Phi).max()))
+        return self.beta
+
+    def apply(self, g):
+        """P g for a gradient g of shape (D, C)."""
+        if self.E is None:
+            return g
+        return g - self.E @ (self.shrink[:, None] * (self.E.T @ g))

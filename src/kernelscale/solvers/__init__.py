@@ -1,0 +1,1 @@
+"""Solvers: each consumes a stream of mini-batches or row chunks; estimators wrap them."""

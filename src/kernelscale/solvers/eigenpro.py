@@ -1,0 +1,138 @@
+"""EigenPro iteration (Ma & Belkin, NIPS 2017, paper 004): preconditioned mini-batch SGD for the
+square loss, in the RKHS over the training points (``KernelEigenPro``) and on random Fourier
+features (``RFFEigenPro``).
+
+Both minimise L = (1/2n) sum_i ||f(x_i) - y_i||^2 without explicit regularisation (the paper's
+setting: early stopping is the regulariser). Batch size and step size follow §4; the formulas are
+(S1)-(S2) in ``kernelscale.preconditioners``. With ``n_eigenvectors=0`` the same loop runs
+without a preconditioner (plain SGD with the same step-size rule) - the comparison baseline.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ..preconditioners import (
+    KernelPreconditioner,
+    PrimalPreconditioner,
+    critical_batch_size,
+    probe_indices,
+    step_size,
+    subsample_indices,
+)
+from ._common import DeviceState, kernel_apply, take_rows
+
+# Rows (besides the subsample) on which beta = max ||P^{1/2} phi(x)||^2 is measured.
+PROBE_ROWS = 2000
+
+# Budget for the (m x n) kernel block of one kernel-EigenPro iteration; caps the auto batch size.
+BATCH_BLOCK_BYTES = 256 * 2**20
+
+
+def choose_batch_and_step(beta: float, lam: float, n: int, batch_size, eta, max_batch: int):
+    """(m, eta): m = min(m*, n, max_batch) when ``batch_size`` is "auto", eta from (S1) when "auto"."""
+    if batch_size == "auto":
+        m = int(min(max(1.0, critical_batch_size(beta, lam)), n, max_batch))
+    else:
+        m = min(int(batch_size), n)
+    e = step_size(beta, lam, m) if eta == "auto" else float(eta)
+    return m, e
+
+
+class KernelEigenPro(DeviceState):
+    """Kernel EigenPro: f = sum_i alpha_i k(x_i, .) over the n training points.
+
+    One iteration on a batch B of m points (paper 004 §3 "Kernel EigenPro", Algorithm EigenPro):
+        r = K_{B,X} alpha - Y_B                                 O(m n d)
+        alpha_B -= (eta / m) r                                  (the SGD step)
+        alpha_S += (eta / m) U diag(d) U^T K_{S,B} r            O(m M + k M), K_{S,B} is a
+                                                                column slice of K_{B,X}
+    where S is the fixed subsample of M points (see ``KernelPreconditioner``).
+    """
+
+    _arrays = ("X", "Y", "alpha", "sub_idx")
+    _children = ("precond",)
+
+    def __init__(self, kernel, X, Y, *, n_eigenvectors: int, tau: float, subsample_size: int,
+                 batch_size, eta, seed: int, xp: ModuleType, eig_method: str = "auto"):
+        self.xp = xp
+        self.kernel = kernel
+        self.X, self.Y = X, Y
+        n = int(X.shape[0])
+        idx = subsample_indices(n, subsample_size, seed)
+        self.sub_idx = xp.asarray(idx)
+        K_S = kernel(X[self.sub_idx])
+        self.precond = KernelPreconditioner(K_S, n_eigenvectors, tau, xp, method=eig_method,
+                                            seed=seed)
+        X_P = X[xp.asarray(probe_indices(n, PROBE_ROWS, seed))]
+        kxx = xp.ones(X_P.shape[0], dtype=X.dtype)  # k(x, x) = 1 for every kernel here
+        self.precond.set_beta(kxx, kernel(X_P, X[self.sub_idx]))
+        max_batch = max(1, BATCH_BLOCK_BYTES // (n * X.itemsize))
+        self.batch_size, self.eta = choose_batch_and_step(
+            self.precond.beta, self.precond.lam_next, n, batch_size, eta, max_batch)
+        self.alpha = xp.zeros((n, Y.shape[1]), dtype=X.dtype)
+        self.t = 0
+
+    def step(self, Xb, idx):
+        xp = self.xp
+        idx = xp.asarray(idx)
+        K_B = self.kernel(Xb, self.X)  # (m, n)
+        r = K_B @ self.alpha - self.Y[idx]
+        m = r.shape[0]
+        self.alpha[idx] -= (self.eta / m) * r
+        corr = self.precond.correction(K_B[:, self.sub_idx].T @ r)
+        if corr is not None:
+            self.alpha[self.sub_idx] += (self.eta / m) * corr
+        return {"objective": float((r * r).mean())}
+
+    def decision(self, A):
+        return kernel_apply(self.kernel, A, self.X, self.alpha, self.xp)
+
+
+class RFFEigenPro(DeviceState):
+    """EigenPro on random Fourier features (paper 004, Algorithm EigenPro with phi = RFF):
+    a linear model w (D x C) on phi(x) from ``FourierBlocks`` (one block of D features), updated by
+        g = Phi_B^T (Phi_B w - Y_B) / m,   w -= eta P g,
+    P from ``PrimalPreconditioner`` on a subsample of M rows. O(m D d + k D) per iteration; only the
+    batch and the subsample are ever read, so X may stay on disk.
+    """
+
+    _arrays = ("w",)
+    _children = ("precond",)
+
+    def __init__(self, blocks, X, n_outputs: int, *, n_eigenvectors: int, tau: float,
+                 subsample_size: int, batch_size, eta, seed: int, xp: ModuleType,
+                 eig_method: str = "auto"):
+        self.xp = xp
+        self.blocks = blocks
+        n = int(X.shape[0])
+        idx = subsample_indices(n, subsample_size, seed)
+        X_S = xp.asarray(take_rows(X, idx), dtype=blocks.dtype)
+        Phi_S = blocks.features(X_S, 0)
+        self.precond = PrimalPreconditioner(Phi_S, n_eigenvectors, tau, xp, method=eig_method,
+                                            seed=seed)
+        X_P = xp.asarray(take_rows(X, probe_indices(n, PROBE_ROWS, seed)), dtype=blocks.dtype)
+        self.precond.set_beta(blocks.features(X_P, 0))
+        self.batch_size, self.eta = choose_batch_and_step(
+            self.precond.beta, self.precond.lam_next, n, batch_size, eta, 8192)
+        self.w = xp.zeros((blocks.F, int(n_outputs)), dtype=blocks.dtype)
+        self.t = 0
+
+    def to(self, xp):
+        if self.blocks.xp is not xp:
+            self.blocks.to(xp)
+        return super().to(xp)
+
+    def step(self, Xb, Yb):
+        Phi = self.blocks.features(Xb, 0)
+        r = Phi @ self.w - Yb
+        m = r.shape[0]
+        g = Phi.T @ r / m
+        self.w -= self.eta * self.precond.apply(g)
+        return {"objective": float((r * r).mean())}
+
+    def decision(self, A):
+        return self.blocks.features(A, 0) @ self.w
+
+
+__all__ = ["KernelEigenPro", "RFFEigenPro", "choose_batch_and_step"]

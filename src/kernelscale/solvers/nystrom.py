@@ -1,0 +1,65 @@
+"""Nyström approximation + ridge regression (Williams & Seeger 2001; the "Nyström + linear solver"
+baseline of papers 002/003).
+
+Landmarks Z (m rows sampled without replacement with the model seed); K_ZZ = U diag(s) U^T, keeping
+eigenvalues s_j > rcond * s_1, gives the feature map phi(x) = T^T k(Z, x), T = U_r diag(s_r)^{-1/2},
+whose inner products reproduce the Nyström kernel K_xZ K_ZZ^+ K_Zx. The ridge problem
+
+    min_w ||Phi w - Y||^2 + alpha ||w||^2            (alpha as in scikit-learn's KernelRidge)
+
+is solved through its r x r normal equations, accumulated over row chunks of X, so X is read
+chunk by chunk and never held. With m = n landmarks this is exact kernel ridge regression:
+Phi Phi^T = K, so the fit equals K (K + alpha I)^{-1} Y.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+import scipy.linalg
+
+from ..backend import to_numpy
+from ..stream import check_finite_rows, iter_row_chunks
+from ._common import DeviceState, kernel_apply
+
+
+class NystromRidge(DeviceState):
+    _arrays = ("Z", "coef")
+
+    def __init__(self, kernel, Z, xp: ModuleType, rcond: float = 1e-12):
+        self.xp = xp
+        self.kernel = kernel
+        self.Z = Z
+        s, U = xp.linalg.eigh(kernel(Z))
+        keep = s > rcond * float(s.max())
+        self.rank = int(keep.sum())
+        self._T = U[:, keep] / xp.sqrt(s[keep])[None, :]
+        self.coef = None
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_T", None)
+        return state
+
+    def fit(self, X, Y, alpha: float, dtype, chunk_rows: int = 8192):
+        """Accumulate Phi^T Phi and Phi^T Y over chunks, solve the ridge system on the host."""
+        xp = self.xp
+        r = self.rank
+        A = xp.zeros((r, r), dtype=dtype)
+        B = xp.zeros((r, Y.shape[1]), dtype=dtype)
+        for lo, block in iter_row_chunks(X, chunk_rows):
+            check_finite_rows(block, lo, "X")  # on-disk rows are first seen here
+            Phi = self.kernel(xp.asarray(block, dtype=dtype), self.Z) @ self._T
+            A += Phi.T @ Phi
+            B += Phi.T @ xp.asarray(Y[lo:lo + block.shape[0]], dtype=dtype)
+        A_h = to_numpy(A).astype(np.float64)
+        A_h[np.diag_indices(r)] += alpha
+        w = scipy.linalg.solve(A_h, to_numpy(B).astype(np.float64), assume_a="pos")
+        # f = sum_j c_j k(z_j, .) with c = T w: prediction is one kernel product with Z
+        self.coef = self._T @ xp.asarray(w, dtype=dtype)
+        del self._T
+        return self
+
+    def decision(self, A):
+        return kernel_apply(self.kernel, A, self.Z, self.coef, self.xp)

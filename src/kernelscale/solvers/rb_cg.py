@@ -1,0 +1,100 @@
+"""Ridge regression on Random Binning features by conjugate gradients (Wu et al., KDD 2016, §3.1).
+
+Solves (Z^T Z + lambda I) W = Z^T Y for a block of right-hand sides Y (n, C) -- the paper's linear
+system under its eq. (1) with the square loss. Relation to the regularised ERM (1),
+(lambda_1/2)||w||^2 + (1/N) sum_i 1/2 (w.z_i - y_i)^2: its optimum solves
+(Z^T Z + N lambda_1 I) w = Z^T y, so our ``lambda`` is N times lambda_1; the paper's lambda = 0.01 with
+N in the 10^4 .. 10^6 range is a very weak regulariser.
+
+Z is applied as Z^T (Z P) (two sparse products, O(nnz(Z)) = O(N R) each); Z^T Z is never formed
+(it is much denser than Z). The C right-hand sides run as C independent CG recurrences vectorised
+over columns (one sparse product per iteration for all of them); a column stops moving once its
+relative residual is below ``tol`` (its step sizes are set to 0). Works with numpy + scipy.sparse
+and with cupy + cupyx.scipy.sparse alike.
+
+Optional Jacobi preconditioning (``jacobi=True``; the paper uses plain CG and leaves
+preconditioning as future work, §5.2): for RB features the diagonal of Z^T Z is exact and cheap --
+the training count of each bin divided by R. Measured (iterations plain / Jacobi): Friedman-1,
+N = 50 000, R = 256, tol 1e-3: 110 / 29 (median sigma), 131 / 40 (0.3 x median); but on a 5-d
+Gaussian sample and on digits (R = 64) Jacobi helped at tol 1e-3 only for sigma >= 0.3 x median and
+needed 1.5-5x *more* iterations at tol 1e-6 for most sigma. So it is off by default.
+The stopping test is on the unpreconditioned residual ||r|| / ||b|| either way.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=None, xp=np,
+             jacobi: bool = False):
+    """Solve (Z^T Z + reg I) W = B column by column with CG.
+
+    Parameters
+    ----------
+    Z : (N, D) CSR matrix (scipy or cupyx) of the features.
+    B : (D, C) right-hand sides (usually Z^T Y) in namespace ``xp``.
+    reg : lambda > 0.
+    tol : stop a column when ||r||/||b|| <= tol (the paper uses 1e-3).
+    max_iter : CG iterations at most.
+    W0 : optional (D, C) starting point.
+    jacobi : precondition with (diag(Z^T Z) + reg)^-1.
+
+    Returns
+    -------
+    W : (D, C) solution; history : dict with ``iter``, ``time`` and ``residual`` (the largest relative
+    residual over columns) per iteration; converged : bool.
+    """
+    if reg <= 0:
+        raise ValueError(f"reg={reg!r} must be > 0 for the ridge CG solver")
+    ZT = Z.T  # CSC view of the same arrays: no copy
+
+    def apply(P):
+        return ZT @ (Z @ P) + reg * P
+
+    if jacobi:
+        Z2 = Z.copy()  # squared entries via .data: works for scipy and cupyx matrices alike
+        Z2.data **= 2
+        diag = xp.asarray(Z2.sum(axis=0)).ravel()
+        del Z2
+        Minv = (1.0 / (diag + reg))[:, None]
+    else:
+        Minv = 1.0
+
+    W = xp.zeros_like(B) if W0 is None else W0.copy()
+    R = B - apply(W) if W0 is not None else B.copy()
+    S = Minv * R  # preconditioned residual
+    P = S.copy()
+    rr = (R * R).sum(axis=0)
+    rz = (R * S).sum(axis=0)
+    bnorm = xp.sqrt((B * B).sum(axis=0))
+    bnorm = xp.where(bnorm > 0, bnorm, 1.0)
+    hist = {"iter": [], "time": [], "residual": []}
+    t0 = time.perf_counter()
+    converged = False
+    for it in range(int(max_iter) + 1):
+        res = xp.sqrt(rr) / bnorm
+        worst = float(res.max())
+        hist["iter"].append(it)
+        hist["time"].append(time.perf_counter() - t0)
+        hist["residual"].append(worst)
+        if worst <= tol:
+            converged = True
+            break
+        if it == max_iter:
+            break
+        active = res > tol
+        AP = apply(P)
+        pAp = (P * AP).sum(axis=0)
+        # converged columns get zero steps (and avoid 0/0 once their residual vanishes)
+        alpha = xp.where(active, rz / xp.where(pAp > 0, pAp, 1.0), 0.0)
+        W += alpha * P
+        R -= alpha * AP
+        S = Minv * R
+        rz_new = (R * S).sum(axis=0)
+        beta = xp.where(active, rz_new / xp.where(rz > 0, rz, 1.0), 0.0)
+        P = S + beta * P
+        rr, rz = (R * R).sum(axis=0), rz_new
+    return W, hist, converged

@@ -1,0 +1,117 @@
+"""Random Fourier features with a fixed feature count, trained by mini-batch SGD or SVRG.
+
+Model u(x) = W^T phi(x), phi from one ``FourierBlocks`` block of D features (Rahimi & Recht 2007;
+the "RF + SGD" baseline of papers 003/004). Objective
+
+    F(W) = (1/n) sum_i loss(W^T phi(x_i), y_i) + (alpha/2) ||W||_F^2.
+
+* SGD: W -= eta_t (Phi_B^T loss'(Phi_B W, Y_B) / m + alpha W), eta_t = eta0 / (1 + alpha eta0 t)
+  (Bottou's schedule for a strongly convex objective; constant when alpha = 0).
+* SVRG (Johnson & Zhang, NIPS 2013, Alg. 1 with option I): every ``inner`` steps a snapshot W~ and
+  its full gradient mu = grad F(W~) (one chunked pass over X); in between
+  W -= eta (g_B(W) - g_B(W~) + mu), constant eta. The snapshot falls at fixed iteration numbers,
+  so warm-started segments reproduce one long run.
+eta0 = "auto": 1 / (L beta + alpha), beta = max ||phi(x)||^2 on a subsample and L the curvature
+bound of the loss (1 square and hinge, 1/4 logistic): a step no sample can overshoot.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ..preconditioners import subsample_indices
+from ..stream import check_finite_rows, iter_row_chunks
+from ._common import DeviceState, take_rows
+
+CURVATURE = {"square": 1.0, "logistic": 0.25, "softmax": 0.5, "squared_hinge": 2.0}
+
+
+class RFFSGD(DeviceState):
+    _arrays = ("w", "w_snap", "mu")
+
+    def __init__(self, blocks, loss, n_outputs: int, *, alpha: float, solver: str, eta0,
+                 inner: int, X_sample, xp: ModuleType):
+        self.xp = xp
+        self.blocks = blocks
+        self.loss = loss
+        self.alpha = float(alpha)
+        self.solver = solver
+        self.inner = int(inner)
+        phi = blocks.features(xp.asarray(X_sample, dtype=blocks.dtype), 0)
+        self.beta = float((phi * phi).sum(axis=1).max())
+        L = CURVATURE.get(loss.name, 1.0)
+        self.eta0 = 1.0 / (L * self.beta + self.alpha) if eta0 == "auto" else float(eta0)
+        self.w = xp.zeros((blocks.F, int(n_outputs)), dtype=blocks.dtype)
+        self.w_snap = None
+        self.mu = None
+        self.t = 0
+        self.data = None  # (X, Y) while training; needed by SVRG's full gradient, never pickled
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["data"] = None
+        return state
+
+    def to(self, xp):
+        if self.blocks.xp is not xp:
+            self.blocks.to(xp)
+        return super().to(xp)
+
+    @staticmethod
+    def sample_rows(X, seed: int, size: int = 512):
+        return take_rows(X, subsample_indices(int(X.shape[0]), size, seed))
+
+    def _grad(self, Phi, Y, w):
+        """Mini-batch gradient of F at w and the batch loss."""
+        u = Phi @ w
+        g = Phi.T @ self.loss.deriv(u, Y) / Phi.shape[0]
+        if self.alpha:
+            g = g + self.alpha * w
+        return g, u
+
+    def full_gradient(self, w, chunk_rows: int = 8192):
+        """grad F(w) by one pass over the training rows, chunk by chunk."""
+        xp = self.xp
+        X, Y = self.data
+        n = int(X.shape[0])
+        g = xp.zeros_like(w)
+        for lo, block in iter_row_chunks(X, chunk_rows):
+            check_finite_rows(block, lo, "X")  # the full pass may reach rows no batch read yet
+            Phi = self.blocks.features(xp.asarray(block, dtype=self.blocks.dtype), 0)
+            Yc = xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype)
+            g += Phi.T @ self.loss.deriv(Phi @ w, Yc)
+        return g / n + self.alpha * w
+
+    def objective(self, chunk_rows: int = 8192) -> float:
+        """F(W) over the training rows (chunked)."""
+        xp = self.xp
+        X, Y = self.data
+        total = 0.0
+        for lo, block in iter_row_chunks(X, chunk_rows):
+            Phi = self.blocks.features(xp.asarray(block, dtype=self.blocks.dtype), 0)
+            Yc = xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype)
+            total += float(self.loss.value(Phi @ self.w, Yc).sum())
+        return total / int(X.shape[0]) + 0.5 * self.alpha * float((self.w * self.w).sum())
+
+    def step(self, Xb, Yb):
+        Phi = self.blocks.features(Xb, 0)
+        if self.solver == "sgd":
+            eta = self.eta0 / (1.0 + self.alpha * self.eta0 * self.t)
+            g, u = self._grad(Phi, Yb, self.w)
+        else:
+            if self.t % self.inner == 0:  # new snapshot at fixed iteration numbers
+                self.w_snap = self.w.copy()
+                self.mu = self.full_gradient(self.w_snap)
+            eta = self.eta0
+            g, u = self._grad(Phi, Yb, self.w)
+            g_snap, _ = self._grad(Phi, Yb, self.w_snap)
+            g = g - g_snap + self.mu
+        batch_loss = float(self.loss.value(u, Yb).mean())
+        self.w -= eta * g
+        return {"objective": batch_loss, "step": eta}
+
+    def decision(self, A):
+        return self.blocks.features(A, 0) @ self.w
+
+
+__all__ = ["RFFSGD"]

@@ -1,0 +1,177 @@
+"""Seeded mini-batch streams over in-memory or on-disk (zarr / dask / h5py) row arrays.
+
+The data are split into windows of ``window_rows`` consecutive rows. Each epoch visits the windows
+in a seeded random order and each window's rows in a seeded random order, and cuts them into
+batches. Batch ``t`` is therefore a pure function of (seed, t, n, window_rows, batch_size): a run
+cut into warm-started segments sees exactly the batches of one long run, and an on-disk array
+gives the same model as the same array in memory. Only one window (plus the prefetched next one)
+is ever in memory; a background thread reads the next window while the current one is consumed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from types import ModuleType
+
+import numpy as np
+
+from .rng import block_generator
+
+_WINDOW_ORDER_STREAM = 2
+_ROW_ORDER_STREAM = 3
+
+
+def is_in_memory(X) -> bool:
+    """numpy (not memmap) or cupy arrays: random access is free."""
+    mod = type(X).__module__.split(".")[0]
+    return (isinstance(X, np.ndarray) and not isinstance(X, np.memmap)) or mod == "cupy"
+
+
+def read_rows(A, lo: int, hi: int) -> np.ndarray:
+    """Rows lo..hi-1 of any row-sliceable array as a numpy/cupy array (dask arrays computed)."""
+    block = A[lo:hi]
+    if hasattr(block, "compute"):
+        block = block.compute()
+    mod = type(block).__module__.split(".")[0]
+    return block if mod == "cupy" else np.asarray(block)
+
+
+def check_finite_rows(block, lo: int, name: str = "X") -> None:
+    """One-line error naming the first bad row when a block holds NaN or infinity."""
+    xp = np if isinstance(block, np.ndarray) else __import__("cupy")
+    ok = xp.isfinite(block)
+    if ok.ndim > 1:
+        ok = ok.all(axis=tuple(range(1, ok.ndim)))
+    if not bool(ok.all()):
+        bad = int(xp.argmin(ok)) + lo
+        raise ValueError(f"{name} contains NaN or infinity (first at row {bad})")
+
+
+class BatchStream:
+    """Mini-batches ``batch(t)`` (t = 0, 1, ...) of rows of X (and y), moved to namespace ``xp``.
+
+    Parameters
+    ----------
+    X, y : row arrays of equal length (numpy, cupy, zarr, dask, h5py, memmap); y may be None.
+    batch_size : rows per batch (the last batch of a window may be shorter).
+    seed : stream seed.
+    window_rows : rows per window; default all rows for in-memory data (a global shuffle) and
+        ``max(batch_size, chunk rows)`` rounded to whole batches for on-disk data.
+    check_finite : validate each window once, on first read, with a one-line error.
+    """
+
+    def __init__(self, X, y=None, *, batch_size: int, seed: int, xp: ModuleType = np,
+                 dtype=np.float64, window_rows: int | None = None, check_finite: bool = True,
+                 prefetch: bool = True):
+        self.X, self.y = X, y
+        self.n = int(X.shape[0])
+        if y is not None and int(y.shape[0]) != self.n:
+            raise ValueError(f"X has {self.n} rows but y has {int(y.shape[0])}")
+        if self.n == 0:
+            raise ValueError("X has 0 rows")
+        self.batch_size = max(1, min(int(batch_size), self.n))
+        self.seed = int(seed)
+        self.xp = xp
+        self.dtype = np.dtype(dtype)
+        if window_rows is None:
+            if is_in_memory(X):
+                window_rows = self.n
+            else:
+                chunk = getattr(X, "chunks", None)
+                chunk_rows = chunk[0] if chunk and isinstance(chunk[0], int) else (
+                    chunk[0][0] if chunk else 65536)
+                window_rows = max(self.batch_size, int(chunk_rows))
+        window_rows = max(self.batch_size, int(window_rows))
+        window_rows -= window_rows % self.batch_size  # whole batches per full window
+        self.window_rows = min(window_rows, self.n)
+        self.n_windows = -(-self.n // self.window_rows)
+        sizes = [min(self.window_rows, self.n - w * self.window_rows) for w in range(self.n_windows)]
+        self._batches_in = [-(-s // self.batch_size) for s in sizes]
+        self.batches_per_epoch = sum(self._batches_in)
+        self.check_finite = check_finite
+        self._checked: set[int] = set()
+        self._cache: dict[tuple[int, int], tuple] = {}
+        self._pool = ThreadPoolExecutor(1) if prefetch and not is_in_memory(X) else None
+        self._pending: dict[tuple[int, int], object] = {}
+        self._lock = threading.Lock()
+
+    # -- position bookkeeping -------------------------------------------------------------
+    def _window_order(self, epoch: int) -> np.ndarray:
+        return block_generator(self.seed, epoch, _WINDOW_ORDER_STREAM).permutation(self.n_windows)
+
+    def _locate(self, t: int):
+        """(epoch, position in epoch's window order, window id, batch index within window)."""
+        epoch, r = divmod(int(t), self.batches_per_epoch)
+        order = self._window_order(epoch)
+        cum = np.cumsum([self._batches_in[w] for w in order])
+        pos = bisect.bisect_right(cum, r)
+        start = 0 if pos == 0 else int(cum[pos - 1])
+        return epoch, pos, int(order[pos]), r - start, order
+
+    # -- window loading -------------------------------------------------------------------
+    def _load(self, epoch: int, w: int):
+        lo = w * self.window_rows
+        hi = min(self.n, lo + self.window_rows)
+        Xw = read_rows(self.X, lo, hi)
+        yw = None if self.y is None else read_rows(self.y, lo, hi)
+        if self.check_finite and w not in self._checked:
+            check_finite_rows(Xw, lo, "X")
+            if yw is not None and np.issubdtype(np.asarray(yw[:1]).dtype, np.floating):
+                check_finite_rows(yw, lo, "y")
+            self._checked.add(w)
+        perm = block_generator(self.seed, epoch * self.n_windows + w, _ROW_ORDER_STREAM).permutation(hi - lo)
+        return Xw, yw, perm
+
+    def _window(self, epoch: int, w: int):
+        key = (epoch, w)
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+            fut = self._pending.pop(key, None)
+        data = fut.result() if fut is not None else self._load(epoch, w)
+        with self._lock:
+            # keep only the current window: memory stays at one window + one prefetched
+            self._cache = {key: data}
+        return data
+
+    def _prefetch(self, epoch: int, pos: int, order) -> None:
+        if self._pool is None:
+            return
+        if pos + 1 < len(order):
+            key = (epoch, int(order[pos + 1]))
+        else:
+            key = (epoch + 1, int(self._window_order(epoch + 1)[0]))
+        with self._lock:
+            if key in self._pending or key in self._cache:
+                return
+            self._pending = {key: self._pool.submit(self._load, *key)}
+
+    def batch(self, t: int):
+        """(X_batch on xp in dtype, y_batch as numpy or None, (epoch, window, rows)) for step t."""
+        epoch, pos, w, j, order = self._locate(t)
+        Xw, yw, perm = self._window(epoch, w)
+        self._prefetch(epoch, pos, order)
+        rows = perm[j * self.batch_size : (j + 1) * self.batch_size]
+        if self.xp is np or type(Xw).__module__.split(".")[0] == "cupy":
+            Xb = Xw[self.xp.asarray(rows)] if self.xp is not np else Xw[rows]
+        else:
+            Xb = Xw[rows]
+        Xb = self.xp.asarray(Xb, dtype=self.dtype)
+        yb = None
+        if yw is not None:
+            yb = yw[rows] if isinstance(yw, np.ndarray) else yw[self.xp.asarray(rows)]
+            yb = yb.get() if type(yb).__module__.split(".")[0] == "cupy" else np.asarray(yb)
+        return Xb, yb
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def iter_row_chunks(X, chunk_rows: int):
+    """Yield (lo, block) over X in row chunks (numpy/cupy views or rows read from disk)."""
+    n = int(X.shape[0])
+    for lo in range(0, n, chunk_rows):
+        yield lo, read_rows(X, lo, min(n, lo + chunk_rows))

@@ -1,0 +1,253 @@
+"""Baselines: exact KRR vs scikit-learn, Nyström(n) == exact, RFF+SVRG vs full-batch solves,
+LIBSVM wrapper, Pegasos / NORMA accuracy, warm starts, determinism, errors, GPU."""
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.svm import SVC
+
+from kernelscale.backend import DeviceError, gpu_available
+from kernelscale.estimators.baselines import (
+    ExactKRRClassifier,
+    ExactKRRRegressor,
+    ExactSVMClassifier,
+    NORMAClassifier,
+    NORMARegressor,
+    NystromRidgeRegressor,
+    PegasosClassifier,
+    RFFSGDClassifier,
+    RFFSGDRegressor,
+)
+
+BW = 1.5
+
+
+def _regression(n=300, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.standard_normal(n)
+
+
+def _disc(n=400, seed=1, noise=0.05):
+    """Points in [-1, 1]^2 labelled by a disc, a fraction ``noise`` of labels flipped."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, 2))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 < 0.5).astype(int)
+    return X, np.where(rng.random(n) < noise, 1 - y, y)
+
+
+@pytest.mark.parametrize("kernel, sk_kernel, gamma", [
+    ("gaussian", "rbf", 1 / (2 * BW**2)),
+    ("laplacian", "laplacian", 1 / BW),
+])
+def test_exact_krr_equals_sklearn_kernel_ridge(kernel, sk_kernel, gamma):
+    # alpha maps one to one: both solve (K + alpha I) c = y
+    X, y = _regression()
+    Xt = np.random.default_rng(5).standard_normal((40, 4))
+    ours = ExactKRRRegressor(alpha=0.3, kernel=kernel, bandwidth=BW, device="cpu").fit(X, y)
+    ref = KernelRidge(alpha=0.3, kernel=sk_kernel, gamma=gamma).fit(X, y)
+    assert np.allclose(ours.predict(Xt), ref.predict(Xt), rtol=1e-9, atol=1e-10)
+
+
+def test_exact_krr_refuses_large_n_in_one_line():
+    X, y = _regression(60)
+    with pytest.raises(ValueError, match="max_n") as e:
+        ExactKRRRegressor(max_n=50, device="cpu").fit(X, y)
+    assert "\n" not in str(e.value) and "EigenPro" in str(e.value)
+
+
+def test_nystrom_with_all_points_equals_exact_krr():
+    X, y = _regression()
+    Xt = np.random.default_rng(6).standard_normal((40, 4))
+    exact = ExactKRRRegressor(alpha=0.1, bandwidth=BW, device="cpu").fit(X, y)
+    nys = NystromRidgeRegressor(n_components=len(X), alpha=0.1, bandwidth=BW, device="cpu",
+                                random_state=0, chunk_rows=64).fit(X, y)
+    assert np.allclose(nys.predict(Xt), exact.predict(Xt), rtol=1e-7, atol=1e-8)
+    assert np.allclose(nys.predict(X), exact.predict(X), rtol=1e-7, atol=1e-8)
+
+
+def test_nystrom_classifier_and_krr_classifier_agree_with_all_points():
+    X, y = _disc(200)
+    a = ExactKRRClassifier(alpha=0.1, bandwidth=0.5, device="cpu").fit(X, y)
+    from kernelscale.estimators.baselines import NystromRidgeClassifier
+
+    b = NystromRidgeClassifier(n_components=200, alpha=0.1, bandwidth=0.5, device="cpu",
+                               random_state=0).fit(X, y)
+    assert np.allclose(a.decision_function(X), b.decision_function(X), atol=1e-7)
+    assert (a.predict(X) == y).mean() > 0.9
+
+
+def test_rff_svrg_matches_ridge_closed_form():
+    X, y = _regression()
+    est = RFFSGDRegressor(solver="svrg", n_components=100, alpha=1e-2, bandwidth=BW, n_epochs=30,
+                          batch_size=10, device="cpu", random_state=0).fit(X, y)
+    Phi = est.solver_.blocks.features(X, 0)
+    n, D = Phi.shape
+    w = np.linalg.solve(Phi.T @ Phi / n + 1e-2 * np.eye(D), Phi.T @ y / n)
+    best = 0.5 * np.mean((Phi @ w - y) ** 2) + 0.5e-2 * w @ w
+    assert est.objective(X, y) == pytest.approx(best, rel=1e-7)
+    assert np.allclose(est.solver_.w[:, 0], w, atol=1e-4)
+
+
+def test_rff_svrg_logistic_matches_lbfgs():
+    X, y = _disc()
+    est = RFFSGDClassifier(solver="svrg", loss="logistic", n_components=100, alpha=1e-2,
+                           bandwidth=0.5, n_epochs=40, batch_size=10, device="cpu",
+                           random_state=0).fit(X, y)
+    Phi = est.solver_.blocks.features(X, 0)
+    s = 2.0 * y - 1
+
+    def F(w):
+        return np.mean(np.logaddexp(0, -s * (Phi @ w))) + 0.5e-2 * w @ w
+
+    def G(w):
+        return Phi.T @ (-s * 0.5 * (1 - np.tanh(0.5 * s * (Phi @ w)))) / len(y) + 1e-2 * w
+
+    ref = minimize(F, np.zeros(Phi.shape[1]), jac=G, method="L-BFGS-B",
+                   options=dict(gtol=1e-12, ftol=1e-15, maxiter=5000))
+    assert est.objective(X, y) == pytest.approx(ref.fun, rel=1e-7)
+
+
+def test_rff_sgd_gets_close_to_optimum():
+    X, y = _regression()
+    est = RFFSGDRegressor(solver="sgd", n_components=100, alpha=1e-2, bandwidth=BW, n_epochs=30,
+                          batch_size=10, device="cpu", random_state=0).fit(X, y)
+    Phi = est.solver_.blocks.features(X, 0)
+    n, D = Phi.shape
+    w = np.linalg.solve(Phi.T @ Phi / n + 1e-2 * np.eye(D), Phi.T @ y / n)
+    best = 0.5 * np.mean((Phi @ w - y) ** 2) + 0.5e-2 * w @ w
+    assert est.objective(X, y) == pytest.approx(best, rel=1e-3)
+
+
+def test_exact_svm_is_libsvm_with_mapped_gamma():
+    X, y = _disc(200)
+    ours = ExactSVMClassifier(C=2.0, bandwidth=0.5).fit(X, y)
+    ref = SVC(C=2.0, kernel="rbf", gamma=1 / (2 * 0.5**2)).fit(X, y)
+    assert np.allclose(ours.decision_function(X), ref.decision_function(X))
+    lap = ExactSVMClassifier(C=2.0, kernel="laplacian", bandwidth=0.5).fit(X, y)
+    assert (lap.predict(X) == y).mean() > 0.85
+    assert np.array_equal(pickle.loads(pickle.dumps(lap)).predict(X), lap.predict(X))
+
+
+def test_pegasos_and_norma_classify_the_disc():
+    X, y = _disc()
+    Xt, yt = _disc(1000, seed=2, noise=0.0)
+    peg = PegasosClassifier(lam=1e-3, bandwidth=0.5, n_epochs=5, device="cpu", random_state=0)
+    nor = NORMAClassifier(lam=1e-2, eta0=0.5, budget=200, bandwidth=0.5, n_epochs=5, device="cpu",
+                          random_state=0)
+    for est in (peg, nor):
+        est.fit(X, y)
+        assert (est.predict(Xt) == yt).mean() > 0.9, type(est).__name__
+    assert 0 < peg.n_support_ <= len(X)
+    assert nor.solver_.count == 200  # the expansion is truncated at the budget
+
+
+def test_norma_regression():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, (400, 2))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(400)
+    est = NORMARegressor(lam=1e-4, budget=300, bandwidth=0.5, n_epochs=20, device="cpu",
+                         random_state=0).fit(X, y)
+    assert est.score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("make", [
+    lambda **k: RFFSGDClassifier(solver="svrg", n_components=50, svrg_inner=7, **k),
+    lambda **k: RFFSGDClassifier(solver="sgd", loss="hinge", n_components=50, **k),
+    lambda **k: PegasosClassifier(**k),
+    lambda **k: NORMAClassifier(budget=40, **k),
+])
+def test_warm_start_segments_equal_one_run(make):
+    X, y = _disc(200)
+    one = make(n_iter=30, batch_size=16, device="cpu", random_state=4).fit(X, y)
+    seg = make(n_iter=10, batch_size=16, device="cpu", random_state=4, warm_start=True)
+    for _ in range(3):
+        seg.fit(X, y)
+    assert seg.n_iter_ == 30 and len(seg.history_["objective"]) == 30
+    assert np.array_equal(one.decision_function(X), seg.decision_function(X))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RFFSGDRegressor(n_components=50, n_epochs=2, device="cpu", random_state=9),
+    lambda: NystromRidgeRegressor(n_components=30, device="cpu", random_state=9),
+    lambda: ExactKRRRegressor(device="cpu", random_state=9),
+    lambda: NORMARegressor(budget=30, n_epochs=2, device="cpu", random_state=9),
+])
+def test_same_seed_same_model_and_pickle(make):
+    X, y = _regression(120)
+    a, b = make().fit(X, y), make().fit(X, y)
+    assert np.array_equal(a.predict(X), b.predict(X))
+    assert np.array_equal(pickle.loads(pickle.dumps(a)).predict(X), a.predict(X))
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: RFFSGDClassifier(loss="nope", device="cpu"), "loss"),
+    (lambda: RFFSGDClassifier(solver="adam", device="cpu"), "solver"),
+    (lambda: NORMAClassifier(kernel="nope", device="cpu"), "unknown kernel"),
+    (lambda: PegasosClassifier(bandwidth=0, device="cpu"), "bandwidth"),
+    (lambda: NystromRidgeRegressor(bandwidth=-2.0, device="cpu"), "bandwidth"),
+])
+def test_bad_parameters_one_line_errors(make, match):
+    X, y = _disc(60)
+    with pytest.raises(ValueError, match=match) as e:
+        make().fit(X, y)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_data_errors():
+    X, y = _disc(60)
+    Xn = X.copy()
+    Xn[0, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        PegasosClassifier(device="cpu").fit(Xn, y)
+    with pytest.raises(ValueError, match="Unknown label type|continuous"):
+        RFFSGDClassifier(device="cpu").fit(X, X[:, 0])
+
+
+@pytest.mark.skipif(gpu_available(), reason="a GPU is present")
+def test_gpu_requested_without_gpu():
+    X, y = _disc(60)
+    for est in (RFFSGDClassifier(device="gpu"), ExactKRRClassifier(device="gpu"),
+                PegasosClassifier(device="gpu"), NORMAClassifier(device="gpu"),
+                NystromRidgeRegressor(device="gpu"), ExactSVMClassifier(device="gpu")):
+        with pytest.raises(DeviceError):
+            est.fit(X, y)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("make", [
+    lambda **k: RFFSGDClassifier(solver="svrg", n_components=100, n_epochs=3, **k),
+    lambda **k: NystromRidgeRegressor(n_components=100, **k),
+    lambda **k: ExactKRRRegressor(**k),
+    lambda **k: PegasosClassifier(n_epochs=2, **k),
+    lambda **k: NORMARegressor(budget=50, n_epochs=2, **k),
+])
+def test_gpu_matches_cpu(make):
+    X, y = _disc(300)
+    cpu = make(device="cpu", random_state=0).fit(X, y)
+    gpu = make(device="gpu", random_state=0).fit(X, y)
+    assert gpu.device_ == "gpu"
+    f = "decision_function" if hasattr(cpu, "decision_function") else "predict"
+    assert np.allclose(getattr(cpu, f)(X), getattr(gpu, f)(X), atol=1e-6)
+    clone = pickle.loads(pickle.dumps(gpu))
+    assert np.allclose(getattr(clone, f)(X), getattr(gpu, f)(X))
+
+
+def test_chunked_methods_read_zarr_like_numpy(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    X, y = _regression(200)
+    Z = zarr.create_array(store=str(tmp_path / "x.zarr"), shape=X.shape, chunks=(48, 4),
+                          dtype="float64")
+    Z[:] = X
+    for make in (lambda: NystromRidgeRegressor(n_components=50, chunk_rows=48),
+                 # same windows for both: batch order is a function of the window layout
+                 lambda: RFFSGDRegressor(solver="svrg", n_components=50, n_epochs=2,
+                                         window_rows=64),
+                 lambda: NORMARegressor(budget=50, n_epochs=2, window_rows=64)):
+        a = make().set_params(bandwidth=BW, device="cpu", random_state=0).fit(X, y)
+        b = make().set_params(bandwidth=BW, device="cpu", random_state=0).fit(Z, y)
+        assert np.allclose(a.predict(X), b.predict(Z), rtol=1e-10, atol=1e-12)

@@ -1,0 +1,289 @@
+"""DSG / UDSG / CDSG: convergence to exact kernel ridge, digits accuracy, determinism, reuse of
+blocks, warm starts, out-of-core input, pickling, scikit-learn's estimator checks, bad input."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, make_classification
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from kernelscale.backend import DeviceError, gpu_available
+from kernelscale.estimators.dsg import DSGClassifier, DSGOneClass, DSGRegressor
+from kernelscale.solvers.dsg import DSGConfig, DSGModel, DSGSolver
+
+SMALL = dict(n_iter=20, batch_size=32, block_size=32)
+
+
+def _regression(n=2000, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(X @ rng.standard_normal(d)) + 0.5 * np.cos(2 * X[:, 0]) + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def test_dsg_converges_to_exact_kernel_ridge():
+    """Same objective: (nu/2)||f||^2 + mean 0.5 (f - y)^2  <=>  KernelRidge(alpha = n nu)."""
+    X, y = _regression()
+    n, sigma, nu = len(y), 2.0, 1e-2
+    exact = KernelRidge(kernel="rbf", gamma=1 / (2 * sigma**2), alpha=n * nu).fit(X, y).predict(X)
+    dsg = DSGRegressor(bandwidth=sigma, reg=nu, batch_size=1000, block_size=256, n_iter=150,
+                       t0=100, random_state=0).fit(X, y)
+    rel = np.linalg.norm(dsg.predict(X) - exact) / np.linalg.norm(exact)
+    assert rel < 0.05, rel
+    # and it is the iterations that get it there: an early model is far worse
+    early = DSGRegressor(bandwidth=sigma, reg=nu, batch_size=1000, block_size=256, n_iter=5,
+                         t0=100, random_state=0).fit(X, y)
+    assert np.linalg.norm(early.predict(X) - exact) / np.linalg.norm(exact) > 2 * rel
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    return train_test_split(X, y, random_state=0)
+
+
+def test_softmax_dsg_reaches_95_percent_on_digits(digits):
+    Xtr, Xte, ytr, yte = digits
+    clf = DSGClassifier(bandwidth="median*0.5", n_iter=150, t0=1000, random_state=0).fit(Xtr, ytr)
+    assert clf.loss_.name == "softmax"
+    assert clf.score(Xte, yte) >= 0.95
+    proba = clf.predict_proba(Xte)
+    assert proba.shape == (len(yte), 10) and np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(Xte))
+
+
+@pytest.mark.parametrize("variant", ["dsg", "udsg", "cdsg"])
+def test_same_seed_same_coefficients(variant):
+    X, y = _regression(400)
+    a = DSGRegressor(variant=variant, random_state=3, **SMALL).fit(X, y)
+    b = DSGRegressor(variant=variant, random_state=3, **SMALL).fit(X, y)
+    c = DSGRegressor(variant=variant, random_state=4, **SMALL).fit(X, y)
+    ma, mb = a.model_, b.model_
+    assert ma.n_blocks == mb.n_blocks
+    assert np.array_equal(ma.coef[: ma.n_blocks] * ma.scale, mb.coef[: mb.n_blocks] * mb.scale)
+    assert not np.allclose(a.predict(X), c.predict(X))
+
+
+def test_udsg_and_cdsg_hold_fewer_blocks_than_dsg():
+    X, y = make_classification(1500, 10, random_state=0)
+    fits = {v: DSGClassifier(variant=v, n_iter=60, batch_size=128, block_size=64,
+                             random_state=0).fit(X, y) for v in ("dsg", "udsg", "cdsg")}
+    assert fits["dsg"].n_blocks_ == 60
+    assert fits["udsg"].n_blocks_ == 30  # G = U = 1: half the iterations add a block
+    assert fits["cdsg"].n_blocks_ < 60
+    for f in fits.values():
+        assert f.score(X, y) > 0.85
+        assert len(f.history_["objective"]) == 60 and f.history_["n_blocks"][-1] == f.n_blocks_
+        assert np.all(np.diff(f.history_["time"]) >= 0)
+
+
+def test_cdsg_line_search_step_satisfies_the_check():
+    """The chosen eta is the largest root of eq. (9): equality there, violated just beyond."""
+    from kernelscale.kernels import FourierBlocks, make_kernel
+    from kernelscale.losses import make_loss
+
+    k = make_kernel("gaussian", 1.0)
+    model = DSGModel(FourierBlocks(k, 2, 8, seed=0), 1)
+    for _ in range(3):
+        model.new_block()
+    model.beta[:3] = [[0.5], [-0.2], [0.05]]
+    model.sigma2[:3] = [0.1, 0.2, 0.3]
+    solver = DSGSolver(model, k, make_loss("square"),
+                       DSGConfig(variant="cdsg", reg=0.0, max_step_ratio=1e9), seed=0)
+    g, gamma, B = np.array([0.4]), 0.1, 16
+    j, eta = solver._choose(5, gamma, g, B)
+    assert j == 0 and eta >= gamma
+    M = 1.0  # square loss: running max is the bound used when the loss has none
+    solver.grad_max = M
+
+    def gap(e):
+        beta = model.beta[j]
+        lhs = 2 * ((beta - e * g) ** 2).sum() + 2 * e * e * M * M * model.sigma2[j] / B
+        return lhs - ((beta**2).sum() + gamma**2 * (g**2).sum())
+
+    j, eta = solver._choose(5, gamma, g, B)
+    assert abs(gap(eta)) < 1e-9 and gap(eta * 1.01) > 0
+    # when every old block's best step is below gamma, a new block is drawn
+    model.beta[:3] = 0.0
+    assert solver._choose(5, gamma, g, B)[0] is None
+
+
+def test_warm_start_segments_equal_one_run():
+    X, y = _regression(600)
+    one = DSGRegressor(n_iter=30, random_state=1, batch_size=64, block_size=32).fit(X, y)
+    seg = DSGRegressor(n_iter=10, random_state=1, batch_size=64, block_size=32, warm_start=True)
+    for _ in range(3):
+        seg.fit(X, y)
+    assert seg.n_iter_ == 30
+    assert np.allclose(seg.predict(X), one.predict(X), rtol=1e-12, atol=1e-12)
+
+
+class _CountingArray:
+    """Row-sliceable array that records the largest number of rows read at once."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype, self.max_rows = a, a.shape, a.dtype, 0
+
+    def __getitem__(self, key):
+        rows = self.a[key]
+        self.max_rows = max(self.max_rows, rows.shape[0] if rows.ndim else 1)
+        return rows
+
+
+def test_zarr_training_equals_in_memory_and_reads_windows(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    X, y = _regression(3000)
+    X = X.astype(np.float32)
+    Z = zarr.open_array(tmp_path / "X.zarr", mode="w", shape=X.shape, chunks=(500, 5), dtype="f4")
+    Z[:] = X
+    params = dict(n_iter=25, batch_size=100, block_size=32, bandwidth=2.0, random_state=0,
+                  window_rows=500)
+    mem = DSGRegressor(**params).fit(X, y)
+    disk = DSGRegressor(**params).fit(Z, y)
+    assert np.allclose(mem.predict(X), disk.predict(Z), rtol=1e-12, atol=1e-12)
+    counting = _CountingArray(Z)
+    DSGRegressor(**params).fit(counting, y)
+    assert 0 < counting.max_rows <= 500
+
+
+def test_out_of_core_nan_is_reported_with_its_row(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    X, y = _regression(1000)
+    X[737, 2] = np.nan
+    Z = zarr.open_array(tmp_path / "X.zarr", mode="w", shape=X.shape, chunks=(250, 5), dtype="f8")
+    Z[:] = X
+    with pytest.raises(ValueError, match="row 737") as e:
+        DSGRegressor(n_iter=40, batch_size=250, bandwidth=1.0, random_state=0).fit(Z, y)
+    assert "\n" not in str(e.value)
+
+
+def test_pickled_model_predicts_the_same(digits):
+    Xtr, Xte, ytr, _ = digits
+    clf = DSGClassifier(variant="cdsg", n_iter=15, random_state=0).fit(Xtr, ytr)
+    blob = pickle.dumps(clf)
+    assert len(blob) < 2 * 8 * clf.n_blocks_ * clf.block_size * 10 + 100_000  # no features stored
+    again = pickle.loads(blob)
+    assert np.array_equal(again.decision_function(Xte), clf.decision_function(Xte))
+    again.set_params(warm_start=True, n_iter=5).fit(Xtr, ytr)  # and it keeps training
+    assert again.n_iter_ == 20
+
+
+def test_partial_fit_and_hinge_one_vs_all():
+    X, y = make_classification(1200, 8, n_classes=3, n_informative=5, random_state=1)
+    clf = DSGClassifier(loss="hinge", batch_size=100, block_size=64, random_state=0)
+    for lo in range(0, 1200, 300):
+        clf.partial_fit(X[lo:lo + 300], y[lo:lo + 300], classes=[0, 1, 2])
+    assert clf.n_iter_ == 12 and clf.decision_function(X).shape == (1200, 3)
+    assert clf.score(X, y) > 0.6
+    assert not hasattr(clf, "predict_proba")
+
+
+@pytest.mark.parametrize("loss", ["epsilon_insensitive", "huber", "quantile"])
+def test_robust_regression_losses_fit(loss):
+    X, y = _regression(1500)
+    reg = DSGRegressor(loss=loss, n_iter=60, batch_size=200, block_size=64, bandwidth=2.0,
+                       random_state=0).fit(X, y)
+    assert reg.score(X, y) > 0.5
+
+
+def test_quantile_loss_brackets_the_data():
+    X, y = _regression(2000)
+    hi = DSGRegressor(loss="quantile", loss_params={"tau": 0.9}, n_iter=80, batch_size=200,
+                      block_size=64, bandwidth=2.0, random_state=0).fit(X, y)
+    frac_below = np.mean(y < hi.predict(X))
+    assert 0.75 < frac_below < 0.97
+
+
+def test_one_class_leaves_nu_o_outside():
+    X = np.random.default_rng(0).standard_normal((2000, 2))
+    oc = DSGOneClass(loss_params={"nu_o": 0.2}, n_iter=200, batch_size=200, block_size=64,
+                     random_state=0).fit(X)
+    assert 0.1 < np.mean(oc.predict(X) == -1) < 0.3
+    far = oc.decision_function(np.array([[6.0, 6.0]]))[0]
+    assert far < oc.decision_function(np.zeros((1, 2)))[0]
+
+
+# -- bad input: one line each -------------------------------------------------------------------
+
+def _one_line(exc_info):
+    assert "\n" not in str(exc_info.value).strip()
+
+
+@pytest.mark.parametrize("est, X, y, match", [
+    (DSGRegressor(), np.array([[np.nan, 1.0]] * 5), np.ones(5), "NaN"),
+    (DSGRegressor(), np.array([[np.inf, 1.0]] * 5), np.ones(5), "infinity"),
+    (DSGRegressor(), np.ones((5, 2)), np.array([1, 2, np.nan, 1, 1.0]), "NaN"),
+    (DSGClassifier(), np.random.rand(20, 2), np.random.rand(20), "Unknown label type"),
+    (DSGClassifier(), np.random.rand(20, 2), np.zeros(20), "one class"),
+    (DSGRegressor(), np.random.rand(20, 2), np.array(["a"] * 20), "float"),
+    (DSGRegressor(bandwidth=0), np.random.rand(20, 2), np.ones(20), "bandwidth"),
+    (DSGRegressor(bandwidth=-2.0), np.random.rand(20, 2), np.ones(20), "bandwidth"),
+    (DSGRegressor(kernel="poly"), np.random.rand(20, 2), np.ones(20), "unknown kernel"),
+    (DSGRegressor(loss="l1"), np.random.rand(20, 2), np.ones(20), "unknown loss"),
+    (DSGRegressor(loss="hinge"), np.random.rand(20, 2), np.ones(20), "not a regression loss"),
+    (DSGClassifier(loss="square"), np.random.rand(20, 2), np.arange(20) % 2, "not a classification"),
+    (DSGRegressor(variant="fast"), np.random.rand(20, 2), np.ones(20), "variant"),
+    (DSGRegressor(batch_size=0), np.random.rand(20, 2), np.ones(20), "batch_size"),
+    (DSGRegressor(device="tpu"), np.random.rand(20, 2), np.ones(20), "device"),
+])
+def test_bad_input_one_line_errors(est, X, y, match):
+    with pytest.raises(ValueError, match=match) as e:
+        est.set_params(n_iter=2).fit(X, y)
+    _one_line(e)
+
+
+@pytest.mark.skipif(gpu_available(), reason="a GPU is present")
+def test_gpu_requested_without_gpu():
+    with pytest.raises(DeviceError, match="no usable CUDA GPU") as e:
+        DSGRegressor(device="gpu", n_iter=2).fit(np.random.rand(20, 2), np.ones(20))
+    _one_line(e)
+
+
+# -- scikit-learn's estimator contract ----------------------------------------------------------
+
+@parametrize_with_checks([
+    DSGRegressor(**SMALL, random_state=0),
+    DSGRegressor(variant="cdsg", **SMALL, random_state=0),
+    DSGClassifier(**SMALL, random_state=0),
+    DSGClassifier(variant="udsg", loss="hinge", **SMALL, random_state=0),
+])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# -- the same tests on cupy -------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["dsg", "udsg", "cdsg"])
+def test_gpu_model_equals_cpu_model(gpu, variant):
+    X, y = _regression(800)
+    params = dict(variant=variant, n_iter=30, batch_size=100, block_size=64, bandwidth=2.0,
+                  random_state=0)
+    cpu = DSGRegressor(device="cpu", **params).fit(X, y)
+    dev = DSGRegressor(device="gpu", **params).fit(X, y)
+    assert dev.device_ == "gpu" and dev.n_blocks_ == cpu.n_blocks_
+    assert np.allclose(dev.predict(X), cpu.predict(X), rtol=1e-8, atol=1e-8)
+    again = pickle.loads(pickle.dumps(dev))
+    assert np.allclose(again.predict(X), cpu.predict(X), rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.gpu
+def test_gpu_digits_and_cupy_input(gpu, digits):
+    Xtr, Xte, ytr, yte = digits
+    clf = DSGClassifier(device="gpu", bandwidth="median*0.5", n_iter=150, t0=1000, random_state=0)
+    clf.fit(gpu.asarray(Xtr), ytr)
+    assert clf.score(Xte, yte) >= 0.95
+
+
+@pytest.mark.gpu
+def test_gpu_kernel_ridge_convergence(gpu):
+    X, y = _regression()
+    exact = KernelRidge(kernel="rbf", gamma=1 / 8, alpha=20.0).fit(X, y).predict(X)
+    dsg = DSGRegressor(device="gpu", bandwidth=2.0, reg=1e-2, batch_size=1000, block_size=256,
+                       n_iter=150, t0=100, random_state=0).fit(X, y)
+    assert np.linalg.norm(dsg.predict(X) - exact) / np.linalg.norm(exact) < 0.05

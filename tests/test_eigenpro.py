@@ -1,0 +1,189 @@
+"""EigenPro (paper 004): acceleration over plain SGD, warm starts, determinism, errors, GPU."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.kernel_ridge import KernelRidge
+
+from kernelscale.backend import DeviceError, gpu_available
+from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegressor
+from kernelscale.preconditioners import KernelPreconditioner, step_size, top_eigh
+
+BW = 0.5
+
+
+def _problem(n=600, seed=0):
+    """A discontinuous target: the case where plain SGD on a smooth kernel is slow (paper 004 §2)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, 3))
+    y = np.sign(np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1]))
+    return X, y
+
+
+def _mse(est, X, y):
+    return float(np.mean((est.predict(X) - y) ** 2))
+
+
+def _epochs_to(est, X, y, target, max_epochs):
+    """Epochs (one warm-started fit each) until the training MSE <= target; None if never."""
+    for epoch in range(1, max_epochs + 1):
+        est.fit(X, y)
+        if _mse(est, X, y) <= target:
+            return epoch
+    return None
+
+
+def _ridge_target(method, X, y, common):
+    """Training MSE of the ridge solution (alpha = 0.1, KernelRidge scaling) of the same model:
+    exact kernel ridge for "kernel", ridge on the same random features for "rff"."""
+    if method == "kernel":
+        krr = KernelRidge(alpha=0.1, kernel="rbf", gamma=1 / (2 * BW**2)).fit(X, y)
+        return float(np.mean((krr.predict(X) - y) ** 2))
+    probe = EigenProRegressor(**{**common, "n_iter": 0}).fit(X, y)
+    Phi = probe.solver_.blocks.features(X, 0)
+    w = np.linalg.solve(Phi.T @ Phi + 0.1 * np.eye(Phi.shape[1]), Phi.T @ y)
+    return float(np.mean((Phi @ w - y) ** 2))
+
+
+@pytest.mark.parametrize("method", ["kernel", "rff"])
+def test_eigenpro_reaches_ridge_fit_3x_faster_than_sgd(method):
+    X, y = _problem()
+    common = dict(method=method, bandwidth=BW, batch_size=64, n_epochs=1, subsample_size=600,
+                  n_components=600, device="cpu", random_state=0)
+    target = _ridge_target(method, X, y, common)
+    ep = _epochs_to(EigenProRegressor(n_eigenvectors=100, warm_start=True, **common), X, y,
+                    target, 20)
+    assert ep is not None, "EigenPro did not reach the ridge training fit in 20 epochs"
+    # the same loop without the preconditioner (k = 0, step from lambda_1) must still be short of
+    # the target after 3x as many epochs
+    sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_epochs": 3 * ep}).fit(X, y)
+    assert _mse(sgd, X, y) > target, f"plain SGD reached the target within 3 x {ep} epochs"
+
+
+def test_step_size_formulas():
+    # eta(1) = 1/beta; eta(m) -> 1/lambda_{k+1} for large m (paper 004 §4)
+    assert step_size(2.0, 0.01, 1) == pytest.approx(0.5)
+    assert step_size(2.0, 0.01, 10**9) == pytest.approx(100.0, rel=1e-6)
+
+
+def test_preconditioner_flattens_top_eigenvalues():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((200, 5))
+    K = np.exp(-((A[:, None] - A[None]) ** 2).sum(-1) / 8)
+    p = KernelPreconditioner(K, 10, 1.0, np, method="eigh")
+    vals, vecs = top_eigh(K, 11, np, method="eigh")
+    # P K restricted to the sample: eigenvalue sigma_i -> sigma_{k+1} along the top k directions
+    PK = K - p.U @ (p.d[:, None] * (p.U.T @ (K @ K)))
+    assert np.allclose(PK @ vecs[:, 0], vals[10] * vecs[:, 0], atol=1e-8)
+    rvals, _ = top_eigh(K, 11, np, method="randomized", n_power_iter=6)
+    assert np.allclose(rvals[:5], vals[:5], rtol=1e-6)
+
+
+def test_classifier_multiclass_accuracy():
+    rng = np.random.default_rng(1)
+    centers = np.array([[0, 0], [3, 0], [0, 3]])
+    X = np.concatenate([c + rng.standard_normal((150, 2)) for c in centers])
+    y = np.repeat(["a", "b", "c"], 150)
+    clf = EigenProClassifier(n_epochs=5, subsample_size=300, device="cpu", random_state=0).fit(X, y)
+    assert clf.decision_function(X).shape == (450, 3)
+    assert (clf.predict(X) == y).mean() > 0.9
+
+
+@pytest.mark.parametrize("method", ["kernel", "rff"])
+def test_warm_start_segments_equal_one_run(method):
+    X, y = _problem(300)
+    kw = dict(method=method, n_eigenvectors=20, subsample_size=200, n_components=200,
+              batch_size=32, device="cpu", random_state=3)
+    one = EigenProRegressor(n_iter=30, **kw).fit(X, y)
+    seg = EigenProRegressor(n_iter=10, warm_start=True, **kw)
+    for _ in range(3):
+        seg.fit(X, y)
+    assert seg.n_iter_ == 30 and len(seg.history_["iter"]) == 30
+    assert np.array_equal(one.predict(X), seg.predict(X))
+    assert set(one.history_) >= {"iter", "time", "objective"}
+
+
+@pytest.mark.parametrize("method", ["kernel", "rff"])
+def test_same_seed_same_model_and_pickle(method):
+    X, y = _problem(200)
+    kw = dict(method=method, n_eigenvectors=10, n_components=100, n_epochs=2, device="cpu")
+    a = EigenProRegressor(random_state=7, **kw).fit(X, y)
+    b = EigenProRegressor(random_state=7, **kw).fit(X, y)
+    assert np.array_equal(a.predict(X), b.predict(X))
+    c = pickle.loads(pickle.dumps(a))
+    assert np.array_equal(a.predict(X), c.predict(X))
+
+
+def test_rff_trains_from_zarr_like_numpy(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    X, y = _problem(300)
+    Z = zarr.create_array(store=str(tmp_path / "x.zarr"), shape=X.shape, chunks=(64, 3),
+                          dtype="float64")
+    Z[:] = X
+    kw = dict(method="rff", n_eigenvectors=10, n_components=100, n_epochs=2, batch_size=32,
+              bandwidth=BW, device="cpu", random_state=0, window_rows=64)
+    a = EigenProRegressor(**kw).fit(X, y)
+    b = EigenProRegressor(**kw).fit(Z, y)
+    assert np.allclose(a.predict(X), b.predict(X))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(bandwidth=0.0), "bandwidth"),
+    (dict(bandwidth=-1.0), "bandwidth"),
+    (dict(kernel="nope"), "unknown kernel"),
+    (dict(method="nope"), "method"),
+    (dict(tau=2.0), "tau"),
+    (dict(n_eigenvectors=-1), "n_eigenvectors"),
+])
+def test_bad_parameters_one_line_errors(kwargs, match):
+    X, y = _problem(50)
+    with pytest.raises(ValueError, match=match) as e:
+        EigenProRegressor(device="cpu", **kwargs).fit(X, y)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_data_errors():
+    X, y = _problem(50)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        EigenProRegressor(device="cpu").fit(Xn, y)
+    with pytest.raises(ValueError, match="Unknown label type|continuous"):
+        EigenProClassifier(device="cpu").fit(X, X[:, 0])
+
+
+@pytest.mark.skipif(gpu_available(), reason="a GPU is present")
+def test_gpu_requested_without_gpu():
+    X, y = _problem(50)
+    with pytest.raises(DeviceError):
+        EigenProRegressor(device="gpu").fit(X, y)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("method", ["kernel", "rff"])
+def test_gpu_matches_cpu(method):
+    X, y = _problem(400)
+    kw = dict(method=method, n_eigenvectors=20, subsample_size=300, n_components=300,
+              batch_size=64, n_epochs=2, random_state=0)
+    cpu = EigenProRegressor(device="cpu", **kw).fit(X, y)
+    gpu = EigenProRegressor(device="gpu", **kw).fit(X, y)
+    assert gpu.device_ == "gpu"
+    assert np.allclose(cpu.predict(X), gpu.predict(X), atol=1e-6)
+    clone = pickle.loads(pickle.dumps(gpu))
+    assert np.allclose(clone.predict(X), gpu.predict(X))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
+def test_gpu_acceleration_over_sgd():
+    X, y = _problem()
+    krr = KernelRidge(alpha=0.1, kernel="rbf", gamma=1 / (2 * BW**2)).fit(X, y)
+    target = float(np.mean((krr.predict(X) - y) ** 2))
+    common = dict(bandwidth=BW, batch_size=64, n_epochs=1, subsample_size=600, device="gpu",
+                  random_state=0, warm_start=True)
+    ep = _epochs_to(EigenProRegressor(n_eigenvectors=100, **common), X, y, target, 20)
+    assert ep is not None
+    sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_epochs": 3 * ep, "warm_start": False})
+    assert _mse(sgd.fit(X, y), X, y) > target

@@ -1,0 +1,125 @@
+"""Kernels: exact values, random Fourier estimates within standard errors, seeds, bandwidth."""
+
+import numpy as np
+import pytest
+
+from kernelscale.kernels import FourierBlocks, make_kernel, median_bandwidth, resolve_bandwidth
+from kernelscale.kernels.fourier import draw_block
+
+KERNELS = ["gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52"]
+
+
+@pytest.fixture(scope="module")
+def points():
+    rng = np.random.default_rng(3)
+    return rng.standard_normal((12, 4)), rng.standard_normal((9, 4))
+
+
+def test_closed_forms(points):
+    X, Y = points
+    x, y, s = X[0], Y[0], 1.7
+    d2, d1 = ((x - y) ** 2).sum(), np.abs(x - y).sum()
+    r = np.sqrt(d2) / s
+    expect = {
+        "gaussian": np.exp(-d2 / (2 * s * s)),
+        "laplacian": np.exp(-d1 / s),
+        "cauchy": np.prod(1.0 / (1.0 + (x - y) ** 2 / s**2)),
+        "matern12": np.exp(-r),
+        "matern32": (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r),
+        "matern52": (1 + np.sqrt(5) * r + 5 * r * r / 3) * np.exp(-np.sqrt(5) * r),
+    }
+    for name, val in expect.items():
+        K = make_kernel(name, s)(X, Y)
+        assert K[0, 0] == pytest.approx(val, rel=1e-12), name
+        assert np.allclose(np.diag(make_kernel(name, s)(X)), 1.0), name
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_fourier_estimate_within_standard_errors(name, points):
+    """|K_hat - K| <= 5 standard errors for every pair, and the error shrinks like 1/sqrt(F)."""
+    X, Y = points
+    kernel = make_kernel(name, 1.3)
+    K = kernel(X, Y)
+    F = 20000
+    fb = FourierBlocks(kernel, X.shape[1], F, seed=11)
+    ZX, ZY = fb.features(X, 0), fb.features(Y, 0)
+    # per-feature products phi_j(x) phi_j(y) * F have mean k(x, y); their std gives the std error
+    prods = ZX[:, None, :] * ZY[None, :, :] * F
+    se = prods.std(axis=2) / np.sqrt(F)
+    K_hat = prods.mean(axis=2)
+    assert np.all(np.abs(K_hat - K) <= 5 * se + 1e-12)
+    # error at F=200 vs F=20000: ratio ~ sqrt(100) = 10 on average over pairs
+    small = FourierBlocks(kernel, X.shape[1], 200, seed=12)
+    errs_small = [np.abs(small.features(X, j) @ small.features(Y, j).T - K).mean() for j in range(20)]
+    err_big = np.abs(K_hat - K).mean()
+    assert np.mean(errs_small) > 4 * err_big
+
+
+def test_blocks_are_pure_functions_of_seed_and_index():
+    k = make_kernel("gaussian", 1.0)
+    a = FourierBlocks(k, 3, 8, seed=5)
+    b = FourierBlocks(k, 3, 8, seed=5, cache_bytes=1)  # no cache: regenerated every time
+    Wa, ba = a.params(3, 4)
+    Wb, bb = b.params(3, 4)
+    assert np.array_equal(Wa, Wb) and np.array_equal(ba, bb)
+    W3, b3 = draw_block(k, 3, 8, 5, 3)
+    assert np.array_equal(W3, Wa) and np.array_equal(b3, ba)
+    # different index or seed: different block
+    assert not np.array_equal(draw_block(k, 3, 8, 5, 4)[0], W3)
+    assert not np.array_equal(draw_block(k, 3, 8, 6, 3)[0], W3)
+    # stacking blocks 2..5 equals the blocks one by one
+    W, _ = a.params(2, 5)
+    assert np.array_equal(W[:, 8:16], draw_block(k, 3, 8, 5, 3)[0])
+
+
+def test_float32_blocks_match_float64():
+    k = make_kernel("laplacian", 2.0)
+    X = np.random.default_rng(0).standard_normal((5, 3))
+    f64 = FourierBlocks(k, 3, 64, seed=1).features(X, 0, 2)
+    f32 = FourierBlocks(k, 3, 64, seed=1, dtype=np.float32).features(X.astype(np.float32), 0, 2)
+    assert f32.dtype == np.float32
+    assert np.allclose(f32, f64, atol=1e-4)
+
+
+def test_median_bandwidth():
+    X = np.random.default_rng(0).standard_normal((500, 3))
+    from scipy.spatial.distance import pdist
+
+    assert median_bandwidth(X) == pytest.approx(np.median(pdist(X)), rel=1e-12)
+    assert median_bandwidth(X, metric="cityblock") == pytest.approx(np.median(pdist(X, "cityblock")))
+    assert resolve_bandwidth("median*4", X, "euclidean") == pytest.approx(4 * median_bandwidth(X))
+    assert resolve_bandwidth(2.5, X, "euclidean") == 2.5
+
+
+def test_median_bandwidth_reads_only_a_sample_of_a_zarr_array(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    X = np.random.default_rng(1).standard_normal((3000, 4)).astype(np.float32)
+    Z = zarr.open_array(tmp_path / "x.zarr", mode="w", shape=X.shape, chunks=(500, 4), dtype="f4")
+    Z[:] = X
+    assert median_bandwidth(Z, n_sample=800, seed=2) == pytest.approx(
+        median_bandwidth(X, n_sample=800, seed=2), rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "mean", True])
+def test_bad_bandwidth_is_one_line(bad):
+    with pytest.raises(ValueError) as e:
+        resolve_bandwidth(bad, np.zeros((3, 2)), "euclidean") if not isinstance(bad, (int, float)) \
+            or isinstance(bad, bool) else make_kernel("gaussian", bad)
+    assert "\n" not in str(e.value) and "bandwidth" in str(e.value)
+
+
+def test_unknown_kernel_is_one_line():
+    with pytest.raises(ValueError, match="unknown kernel 'poly'") as e:
+        make_kernel("poly", 1.0)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.gpu
+def test_gpu_blocks_equal_cpu_blocks(gpu):
+    k = make_kernel("gaussian", 1.0)
+    X = np.random.default_rng(0).standard_normal((50, 6))
+    cpu = FourierBlocks(k, 6, 128, seed=9).features(X, 0, 3)
+    dev = FourierBlocks(k, 6, 128, seed=9, xp=gpu).features(gpu.asarray(X), 0, 3)
+    assert np.allclose(dev.get(), cpu, atol=1e-10)
+    assert np.allclose(k(gpu.asarray(X)).get(), k(X), atol=1e-12)
+
