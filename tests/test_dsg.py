@@ -149,6 +149,10 @@ def test_zarr_training_equals_in_memory_and_reads_windows(tmp_path):
     counting = _CountingArray(Z)
     DSGRegressor(**params).fit(counting, y)
     assert 0 < counting.max_rows <= 500
+    import dask.array as da
+
+    lazy = DSGRegressor(**params).fit(da.from_zarr(Z), da.from_array(y, chunks=500))
+    assert np.allclose(lazy.predict(X), mem.predict(X), rtol=1e-12, atol=1e-12)
 
 
 def test_out_of_core_nan_is_reported_with_its_row(tmp_path):

@@ -123,3 +123,13 @@ def test_gpu_blocks_equal_cpu_blocks(gpu):
     assert np.allclose(dev.get(), cpu, atol=1e-10)
     assert np.allclose(k(gpu.asarray(X)).get(), k(X), atol=1e-12)
 
+
+
+def test_estimators_are_exported_from_the_top_level():
+    import kernelscale
+
+    for name in kernelscale.__all__[1:]:
+        cls = getattr(kernelscale, name)
+        assert cls.__name__ == name and hasattr(cls, "fit")
+    with pytest.raises(AttributeError):
+        kernelscale.NoSuchEstimator  # noqa: B018

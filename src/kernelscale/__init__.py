@@ -1,3 +1,33 @@
-"""kernelscale: scalable kernel machines (DSG family, Random Binning, EigenPro, baselines)."""
+"""kernelscale: scalable kernel machines (DSG family, Random Binning, EigenPro, baselines).
+
+Estimators are importable from the top level (``from kernelscale import DSGClassifier``); they are
+loaded on first access so that ``import kernelscale`` (and the CLI) stays fast.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
+
+_ESTIMATORS = {
+    "kernelscale.estimators.dsg": ("DSGClassifier", "DSGRegressor", "DSGOneClass"),
+    "kernelscale.estimators.random_binning": ("RBClassifier", "RBRegressor"),
+    "kernelscale.estimators.eigenpro": ("EigenProClassifier", "EigenProRegressor"),
+    "kernelscale.estimators.baselines": (
+        "RFFSGDClassifier", "RFFSGDRegressor", "NystromRidgeClassifier", "NystromRidgeRegressor",
+        "ExactKRRClassifier", "ExactKRRRegressor", "ExactSVMClassifier", "ExactSVMRegressor",
+        "PegasosClassifier", "NORMAClassifier", "NORMARegressor",
+    ),
+}
+_WHERE = {name: module for module, names in _ESTIMATORS.items() for name in names}
+
+__all__ = ["__version__", *sorted(_WHERE)]
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'kernelscale' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -16,8 +16,12 @@ from ..rng import block_generator
 from .shift_invariant import Kernel
 
 
-def fourier_features(X, W, b, n_per_block: int):
-    """sqrt(2/F) cos(X W + b) with F = ``n_per_block`` (the per-block Monte Carlo size)."""
+def fourier_features(X, W, b, n_per_block: int, scaled: bool = True):
+    """sqrt(2/F) cos(X W + b) with F = ``n_per_block`` (the per-block Monte Carlo size).
+
+    ``scaled=False`` skips the constant factor (one pass less over the matrix) for callers that
+    apply it to a smaller product instead.
+    """
     Z = X @ W
     Z += b
     xp_cos = type(Z).__module__.split(".")[0]
@@ -27,7 +31,8 @@ def fourier_features(X, W, b, n_per_block: int):
         cupy.cos(Z, out=Z)
     else:
         np.cos(Z, out=Z)
-    Z *= math.sqrt(2.0 / n_per_block)
+    if scaled:
+        Z *= math.sqrt(2.0 / n_per_block)
     return Z
 
 
@@ -103,11 +108,16 @@ class FourierBlocks:
         W, b = self._host_blocks(lo, hi)
         return self.xp.asarray(W, dtype=self.dtype), self.xp.asarray(b, dtype=self.dtype)
 
-    def features(self, X, lo: int, hi: int | None = None):
+    @property
+    def scale(self) -> float:
+        """The factor sqrt(2/F) that ``features(..., scaled=False)`` leaves out."""
+        return math.sqrt(2.0 / self.F)
+
+    def features(self, X, lo: int, hi: int | None = None, scaled: bool = True):
         """Features of blocks lo..hi-1 (default: block lo alone) for rows X: (n, (hi-lo) F)."""
         hi = lo + 1 if hi is None else hi
         W, b = self.params(lo, hi)
-        return fourier_features(X, W, b, self.F)
+        return fourier_features(X, W, b, self.F, scaled=scaled)
 
     def group_size(self, n_rows: int, budget_bytes: int = 64 * 2**20) -> int:
         """How many blocks to stack per product so the (n_rows, g F) feature matrix fits the budget."""

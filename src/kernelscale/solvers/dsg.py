@@ -176,9 +176,9 @@ class DSGModel:
         g = self.blocks.group_size(X.shape[0], row_budget_bytes)
         for lo in range(0, m, g):
             hi = min(m, lo + g)
-            Z = self.blocks.features(X, lo, hi)
+            Z = self.blocks.features(X, lo, hi, scaled=False)  # sqrt(2/F) applied below
             out += Z @ self.coef[lo:hi].reshape((hi - lo) * F, self.n_outputs)
-        out *= self.scale
+        out *= self.scale * self.blocks.scale
         return out
 
 
