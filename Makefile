@@ -23,6 +23,11 @@ $(STAMP): requirements.lock pyproject.toml
 run: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
 
+# Snakemake report (tables, plots, provenance) of the last `make run`.
+.PHONY: report
+report: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml --report results/report.html
+
 dryrun: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml -n
 

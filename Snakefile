@@ -1,0 +1,55 @@
+# kernelscale pipeline: download -> prepare -> train (one job per dataset x algorithm x seed)
+# -> MLflow import -> tables, plots, report. Rules only name files and resources and call the
+# `kernelscale` CLI; logic lives in src/kernelscale (pipeline.py for the config).
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from kernelscale import pipeline  # noqa: E402
+
+
+configfile: "config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+try:
+    validate(config, "workflow/schemas/config.schema.yaml")
+except Exception as e:  # one line naming the key instead of the validator's dump
+    sys.exit(pipeline.schema_error_line(e))
+_errors = pipeline.semantic_errors(config)
+if _errors:  # one line per problem, each naming its key
+    sys.exit("\n".join(_errors))
+
+TRACKING = pipeline.tracking(config)
+pipeline.job_environment(sys.executable, Path(workflow.basedir) / "src")
+
+
+wildcard_constraints:
+    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    algorithm=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    seed=r"\d+",
+
+
+include: "workflow/rules/download.smk"
+include: "workflow/rules/prepare.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/track.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        "results/tables/summary.csv",
+        "results/tables/summary.md",
+        expand(
+            "results/plots/{dataset}/{kind}.png",
+            dataset=pipeline.run_datasets(config),
+            kind=["metric_vs_time", "objective_vs_iter"],
+        ),

@@ -1,0 +1,191 @@
+"""``kernelscale`` command line: the commands the Snakemake rules call.
+
+    kernelscale download / prepare ...   data stage (kernelscale.data.cli)
+    kernelscale train ...                one run folder (resumes from its checkpoint)
+    kernelscale tracking-init ...        create the MLflow store once
+    kernelscale track ...                import run folders into MLflow (idempotent)
+    kernelscale tables ...               summary.csv / summary.md from MLflow
+    kernelscale plots ...                per-dataset figures from run folders
+    kernelscale check-config FILE        validate a config.yaml (schema + names)
+
+Errors are printed as one line (``kernelscale: error: ...``) with exit status 1; set
+``KERNELSCALE_TRACEBACK=1`` to see the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _cmd_train(a) -> None:
+    from .train_run import train
+
+    spec = json.loads(a.spec)
+    if a.threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(a.threads)
+    train(a.data, a.out, a.algorithm, spec, a.seed, stop_after=a.stop_after,
+          eval_chunk_rows=a.eval_chunk_rows)
+
+
+def _cmd_tracking_init(a) -> None:
+    from .tracking import init_store
+
+    exp_id = init_store(a.uri, a.experiment)
+    print(f"mlflow store {a.uri}: experiment {a.experiment!r} (id {exp_id})", flush=True)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps({"uri": a.uri, "experiment": a.experiment,
+                                           "experiment_id": exp_id}, indent=2))
+
+
+def _cmd_track(a) -> None:
+    from .tracking import import_runs
+
+    records = import_runs(a.uri, a.experiment, a.run_dirs)
+    counts = {k: sum(r["action"] == k for r in records) for k in ("created", "replaced", "unchanged")}
+    print(f"mlflow import into {a.uri} ({a.experiment}): {counts}", flush=True)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps({"uri": a.uri, "experiment": a.experiment,
+                                           "runs": records}, indent=2))
+
+
+def _cmd_tables(a) -> None:
+    from .tables import write_tables
+    from .tracking import search_runs
+
+    df = write_tables(search_runs(a.uri, a.experiment), a.csv, a.md)
+    print(f"wrote {a.csv} and {a.md} ({len(df)} runs)", flush=True)
+
+
+def _cmd_plots(a) -> None:
+    from .plots import plot_dataset
+
+    for p in (a.metric_png, a.objective_png):
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+    plot_dataset(a.run_dirs, a.dataset, a.metric_png, a.objective_png)
+    print(f"wrote {a.metric_png} and {a.objective_png}", flush=True)
+
+
+def _cmd_check_config(a) -> None:
+    import jsonschema
+    import yaml
+
+    from .pipeline import check, schema_error_line
+
+    config = yaml.safe_load(Path(a.configfile).read_text()) or {}
+    schema_path = Path(a.schema)
+    schema = yaml.safe_load(schema_path.read_text())
+    schema["$id"] = schema_path.resolve().as_uri()
+    from referencing import Registry, Resource
+
+    def retrieve(uri):
+        from urllib.parse import urlparse
+        from urllib.request import url2pathname
+
+        return Resource.from_contents(yaml.safe_load(Path(url2pathname(urlparse(uri).path))
+                                                     .read_text()))
+
+    registry = Registry(retrieve=retrieve)
+    try:
+        jsonschema.Draft202012Validator(schema, registry=registry).validate(config)
+    except jsonschema.ValidationError as e:
+        raise SystemExit(schema_error_line(e)) from None
+    check(config)
+    print(f"{a.configfile}: ok", flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kernelscale", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train one (dataset, algorithm, seed) into a run folder")
+    t.add_argument("--data", required=True, help="prepared dataset folder (meta.json, data.zarr)")
+    t.add_argument("--out", required=True, help="run folder")
+    t.add_argument("--algorithm", required=True, help="algorithm name (config.yaml key)")
+    t.add_argument("--spec", required=True,
+                   help='JSON: {"estimator": ..., "params": {...}, "device": ..., "segments": N}')
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=0, help="BLAS/OpenMP threads (0: library default)")
+    t.add_argument("--eval-chunk-rows", type=int, default=None)
+    t.add_argument("--stop-after", type=int, default=None,
+                   help="stop after this many segments (leaves a checkpoint; for tests)")
+    t.set_defaults(func=_cmd_train)
+
+    for name, func, hlp in (("tracking-init", _cmd_tracking_init, "create the MLflow store"),
+                            ("track", _cmd_track, "import run folders into MLflow")):
+        s = sub.add_parser(name, help=hlp)
+        s.add_argument("--uri", required=True)
+        s.add_argument("--experiment", required=True)
+        s.add_argument("--out", default=None, help="JSON record of what was done")
+        if name == "track":
+            s.add_argument("run_dirs", nargs="+", help="run folders (or their final.json)")
+        s.set_defaults(func=func)
+
+    s = sub.add_parser("tables", help="summary tables from MLflow")
+    s.add_argument("--uri", required=True)
+    s.add_argument("--experiment", required=True)
+    s.add_argument("--csv", required=True)
+    s.add_argument("--md", required=True)
+    s.set_defaults(func=_cmd_tables)
+
+    s = sub.add_parser("plots", help="per-dataset figures from run folders")
+    s.add_argument("--dataset", required=True)
+    s.add_argument("--metric-png", required=True)
+    s.add_argument("--objective-png", required=True)
+    s.add_argument("run_dirs", nargs="+")
+    s.set_defaults(func=_cmd_plots)
+
+    s = sub.add_parser("check-config", help="validate a config file")
+    s.add_argument("configfile")
+    s.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
+    s.set_defaults(func=_cmd_check_config)
+
+    try:
+        from .data import cli as data_cli
+    except ImportError as e:
+        data_cli = None
+        _missing = str(e)
+
+        def _no_data(a):
+            raise RuntimeError(f"the data stage is not installed (kernelscale.data.cli: {_missing})")
+
+        for name in ("download", "prepare"):
+            s = sub.add_parser(name, help="(data stage missing)")
+            s.add_argument("rest", nargs=argparse.REMAINDER)
+            s.set_defaults(func=_no_data)
+    if data_cli is not None:
+        data_cli.register(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        rc = args.func(args)
+    except KeyboardInterrupt:
+        print("kernelscale: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if os.environ.get("KERNELSCALE_TRACEBACK"):
+            raise
+        from .pipeline import ConfigError
+
+        if isinstance(e, ConfigError):  # one line per problem
+            print(str(e), file=sys.stderr)
+            return 1
+        line = (str(e).strip().splitlines() or [""])[0]
+        print(f"kernelscale {args.command}: error: {type(e).__name__}: {line}", file=sys.stderr)
+        return 1
+    return rc if isinstance(rc, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

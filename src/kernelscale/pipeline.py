@@ -1,0 +1,175 @@
+"""The pipeline's view of ``config.yaml``: checks beyond the schema, the run list, resources.
+
+Used by the Snakefile (which stays free of logic) and by ``kernelscale train``. Every problem is
+reported as one line naming the key path, e.g.
+``experiments.0.algorithms: unknown algorithm 'foo' (known: dsg, udsg)``.
+"""
+
+from __future__ import annotations
+
+import json
+
+DEFAULT_TRAIN_RESOURCES = {"threads": 1, "mem_mb": 2000, "runtime": 60}
+DEFAULT_TRACKING = {"uri": "sqlite:///results/mlflow.db", "experiment": "kernelscale"}
+
+
+class ConfigError(ValueError):
+    """A one-line configuration error."""
+
+
+def schema_error_line(exc: BaseException) -> str:
+    """One line from a (snakemake-wrapped) jsonschema ValidationError: key path + message."""
+    import jsonschema
+
+    seen, todo, ve = set(), [exc], None
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, jsonschema.ValidationError):
+            ve = e
+            break
+        todo += [a for a in getattr(e, "args", ()) if isinstance(a, BaseException)]
+        todo += [e.__cause__, e.__context__]
+    if ve is None:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return f"config.yaml: {first}"
+    best = jsonschema.exceptions.best_match([ve]) or ve
+    ctx = list(best.context or [])
+    if ctx:  # oneOf/anyOf: the deepest sub-error says most
+        best = max(ctx, key=lambda c: len(c.absolute_path))
+    path = ".".join(str(p) for p in best.absolute_path) or "(top level)"
+    msg = " ".join(best.message.split())
+    if len(msg) > 300:
+        msg = msg[:297] + "..."
+    return f"config.yaml: {path}: {msg}"
+
+
+def semantic_errors(config: dict) -> list[str]:
+    """Problems a schema cannot see: names that do not resolve, tasks an algorithm cannot do."""
+    from . import registry
+
+    errors: list[str] = []
+    datasets = config.get("datasets") or {}
+    algorithms = config.get("algorithms") or {}
+    try:
+        from .data.spec import validate_dataset_spec
+    except ImportError:  # the data stage is not installed: schema checks only
+        validate_dataset_spec = None
+    if validate_dataset_spec is not None:
+        for name, spec in datasets.items():
+            try:
+                validate_dataset_spec(name, spec)
+            except Exception as e:  # DataError: already one line naming the key
+                errors.append(f"config.yaml: {str(e).splitlines()[0]}")
+    for name, spec in algorithms.items():
+        est = spec.get("estimator", name)
+        if est not in registry.ALGORITHMS:
+            errors.append(f"config.yaml: algorithms.{name}.estimator: unknown estimator {est!r} "
+                          f"(registered: {', '.join(sorted(registry.ALGORITHMS))})")
+    for i, exp in enumerate(config.get("experiments") or []):
+        for d in exp.get("datasets", []):
+            if d not in datasets:
+                errors.append(f"config.yaml: experiments.{i}.datasets: unknown dataset {d!r} "
+                              f"(known: {', '.join(sorted(datasets)) or 'none'})")
+        for a in exp.get("algorithms", []):
+            if a not in algorithms:
+                errors.append(f"config.yaml: experiments.{i}.algorithms: unknown algorithm {a!r} "
+                              f"(known: {', '.join(sorted(algorithms)) or 'none'})")
+                continue
+            est = algorithms[a].get("estimator", a)
+            if est not in registry.ALGORITHMS:
+                continue
+            for d in exp.get("datasets", []):
+                task = (datasets.get(d) or {}).get("task")
+                kind = "regression" if task == "regression" else "classification"
+                if task and kind not in registry.ALGORITHMS[est]:
+                    errors.append(f"config.yaml: experiments.{i}: algorithm {a!r} does not do "
+                                  f"{task} (dataset {d!r})")
+    if not runs(config) and not errors:
+        errors.append("config.yaml: experiments: no (dataset, algorithm, seed) to run")
+    return errors
+
+
+def check(config: dict) -> None:
+    """Raise ConfigError with all semantic problems, one per line."""
+    errors = semantic_errors(config)
+    if errors:
+        raise ConfigError("\n".join(errors))
+
+
+def runs(config: dict) -> list[tuple[str, str, int]]:
+    """(dataset, algorithm, seed) triples of all experiments, in order, without duplicates."""
+    out, seen = [], set()
+    for exp in config.get("experiments") or []:
+        for d in exp.get("datasets", []):
+            for a in exp.get("algorithms", []):
+                for s in exp.get("seeds", [0]):
+                    t = (str(d), str(a), int(s))
+                    if t not in seen:
+                        seen.add(t)
+                        out.append(t)
+    return out
+
+
+def run_datasets(config: dict) -> list[str]:
+    return sorted({d for d, _, _ in runs(config)})
+
+
+def algorithm_spec(config: dict, name: str) -> dict:
+    """What ``kernelscale train`` needs of an algorithms entry (estimator, params, device, ...)."""
+    spec = dict(config["algorithms"][name])
+    return {"estimator": spec.get("estimator", name), "params": dict(spec.get("params") or {}),
+            "device": spec.get("device", "auto"), "segments": int(spec.get("segments", 10)),
+            "step_test_rows": int(spec.get("step_test_rows", 10000))}
+
+
+def algorithm_spec_json(config: dict, name: str) -> str:
+    return json.dumps(algorithm_spec(config, name), sort_keys=True, separators=(",", ":"))
+
+
+def train_resources(config: dict, name: str) -> dict:
+    """threads / mem_mb / runtime (minutes) / gpu for a train job of algorithm ``name``."""
+    res = {**DEFAULT_TRAIN_RESOURCES, **((config.get("resources") or {}).get("train") or {})}
+    spec = config["algorithms"][name]
+    res.update(spec.get("resources") or {})
+    res["gpu"] = 1 if spec.get("device", "auto") == "gpu" else 0
+    return res
+
+
+def tracking(config: dict) -> dict:
+    return {**DEFAULT_TRACKING, **(config.get("tracking") or {})}
+
+
+def run_dir(dataset: str, algorithm: str, seed) -> str:
+    return f"results/runs/{dataset}/{algorithm}/seed{seed}"
+
+
+def final_files(config: dict, dataset: str | None = None) -> list[str]:
+    """``final.json`` of every run (of one dataset when given)."""
+    return [f"{run_dir(d, a, s)}/final.json" for d, a, s in runs(config)
+            if dataset is None or d == dataset]
+
+
+def job_environment(python: str, src) -> None:
+    """Make the rules' ``python -m kernelscale.cli`` resolve to this interpreter (its bin/ first on
+    PATH) and this checkout (``src`` first on PYTHONPATH); jobs, Slurm jobs included (sbatch exports
+    the environment), inherit both. Under ``--sdm conda`` the activated environment's python comes
+    first and still finds the package through PYTHONPATH."""
+    import os
+    from pathlib import Path
+
+    bindir = str(Path(python).parent)
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[:1] != [bindir]:
+        os.environ["PATH"] = os.pathsep.join([bindir, path]) if path else bindir
+    pp = os.environ.get("PYTHONPATH", "")
+    if str(src) not in pp.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(src), pp]) if pp else str(src)
+
+
+def conda_env(config: dict, name: str, basedir) -> str:
+    """envs/gpu.yaml for algorithms on the GPU, envs/cpu.yaml otherwise (for --sdm conda)."""
+    kind = "gpu" if config["algorithms"][name].get("device", "auto") == "gpu" else "cpu"
+    return f"{basedir}/envs/{kind}.yaml"

@@ -1,0 +1,273 @@
+"""One training run = one run folder, written so that a killed run resumes where it stopped.
+
+``train(...)`` fits algorithm ``algorithm`` (a ``config.yaml`` entry: registry name, params,
+device, segments) on a prepared dataset and writes ``out_dir``:
+
+* ``params.json``   what was run (dataset, algorithm, estimator, seed, device, all estimator params)
+* ``metrics.csv``   one row per segment: step, iter, time_s (training wall time so far),
+                    timestamp_ms, objective (when the solver reports one), test metrics
+* ``history.csv``   the estimator's ``history_`` (per-iteration objective etc.), when it has one
+* ``model.pkl``     the fitted estimator (pickle)
+* ``final.json``    final test metric, train time, peak RSS, device, sizes; written LAST, so its
+                    presence means the run is complete
+* ``checkpoint.pkl`` while running: estimator + rows after each finished segment; removed at the end
+
+Iterative estimators (class attribute ``iterative = True``) are fitted in ``segments`` warm-started
+calls of ``n_iter`` iterations each; the test metric is evaluated (in chunks) after every segment
+and a checkpoint is written. Intermediate evaluations use the first ``step_test_rows`` test rows
+(default 10,000; 0 = all; column ``test_rows``), the last one always the whole test set. Rerunning after a kill loads the checkpoint and continues with the next
+segment. A checkpoint whose run description differs (other params, seed or data) is ignored.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import pickle
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .evaluate import evaluate, primary_metric
+
+CHECKPOINT = "checkpoint.pkl"
+
+
+# ----------------------------------------------------------------------------- helpers
+def open_prepared(data_dir: str | Path):
+    """(meta, arrays) of a prepared dataset folder (``meta.json`` + ``data.zarr``)."""
+    data_dir = Path(data_dir)
+    if not (data_dir / "meta.json").is_file():
+        raise FileNotFoundError(f"{data_dir}/meta.json not found: prepare the dataset first")
+    try:
+        from .data import open_prepared as _open  # the data stage's reader
+    except ImportError:
+        _open = None
+    if _open is not None:
+        return _open(data_dir)
+    import zarr  # fallback while kernelscale.data is absent: the documented layout
+
+    meta = json.loads((data_dir / "meta.json").read_text())
+    return meta, zarr.open_group(str(data_dir / "data.zarr"), mode="r")
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    _atomic_write_bytes(path, text.encode())
+
+
+def _jsonable(v):
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if hasattr(v, "item") and getattr(v, "shape", None) == ():
+        return v.item()
+    return repr(v)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process in MB (Linux reports KB, macOS bytes)."""
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r / (1 << 20) if sys.platform == "darwin" else r / 1024
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols]
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def _history_rows(history) -> list[dict]:
+    if not isinstance(history, dict) or not history:
+        return []
+    n = min(len(v) for v in history.values())
+    keys = list(history)
+    return [{k: _jsonable(history[k][i]) for k in keys} for i in range(n)]
+
+
+def _last(history, key):
+    if isinstance(history, dict) and history.get(key):
+        v = history[key][-1]
+        return v.item() if hasattr(v, "item") else v
+    return None
+
+
+class _Progress:
+    """tqdm bar on a terminal, plain lines otherwise (log files)."""
+
+    def __init__(self, total: int, initial: int, desc: str):
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, desc=desc, unit="seg")
+
+    def update(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(line, refresh=False)
+            self.bar.update(1)
+        else:
+            print(line, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# ----------------------------------------------------------------------------- training
+def build_estimator(spec: dict, task: str, seed: int):
+    """Estimator of a config algorithm entry, seeded, on its device, warm-startable if iterative."""
+    from . import registry
+
+    est = registry.make_estimator(spec["estimator"], task, **dict(spec.get("params") or {}))
+    names = est.get_params(deep=False)
+    updates = {}
+    if "random_state" in names:
+        updates["random_state"] = int(seed)
+    device = spec.get("device", "auto")
+    if "device" in names:
+        updates["device"] = device
+    if getattr(est, "iterative", False):
+        updates["warm_start"] = True
+    if updates:
+        est.set_params(**updates)
+    if "device" in names:
+        from .backend import resolve_device
+
+        resolved = resolve_device(device)
+    else:
+        resolved = "cpu"
+    return est, resolved
+
+
+def run_key(meta: dict, algorithm: str, spec: dict, seed: int) -> str:
+    """Hash of everything that defines a run (a checkpoint is reused only if it matches)."""
+    desc = {"dataset": meta,  # all of meta.json: sizes, and the preparation's statistics
+            "algorithm": algorithm, "spec": spec, "seed": int(seed)}
+    return hashlib.sha256(json.dumps(desc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, *,
+          stop_after: int | None = None, eval_chunk_rows: int | None = None) -> dict | None:
+    """Run (or resume) one training run; returns final.json's content, or None when stopped early
+    by ``stop_after`` (number of segments to do in this call; for tests and debugging)."""
+    data_dir, out = Path(data_dir), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    meta, arrays = open_prepared(data_dir)
+    task = meta["task"]
+    est, device = build_estimator(spec, task, seed)
+    iterative = bool(getattr(est, "iterative", False))
+    segments = int(spec.get("segments", 10)) if iterative else 1
+    if segments < 1:
+        raise ValueError(f"algorithm {algorithm!r}: segments must be >= 1, got {segments}")
+    key = run_key(meta, algorithm, spec, seed)
+    dataset = meta.get("name", data_dir.name)
+    X, y = arrays["X_train"], arrays["y_train"]
+    Xt, yt = arrays["X_test"], arrays["y_test"]
+    chunk = eval_chunk_rows or meta.get("chunk_rows")
+    step_rows = int(spec.get("step_test_rows", 10000)) or None
+
+    state = {"key": key, "segment": 0, "train_time": 0.0, "eval_time": 0.0, "rows": [],
+             "estimator": est, "peak_rss_mb": 0.0, "resumed": 0}
+    ckpt = out / CHECKPOINT
+    if ckpt.is_file():
+        try:
+            with open(ckpt, "rb") as f:
+                saved = pickle.load(f)
+        except Exception as e:  # a torn or foreign file: start over, say so
+            print(f"ignoring unreadable checkpoint {ckpt}: {e}", flush=True)
+            saved = None
+        if saved and saved.get("key") == key:
+            state = saved
+            state["resumed"] += 1
+            est = state["estimator"]
+            print(f"resuming {dataset}/{algorithm}/seed{seed} from checkpoint after segment "
+                  f"{state['segment']}/{segments}", flush=True)
+        elif saved:
+            print(f"checkpoint {ckpt} belongs to another run description; starting over", flush=True)
+
+    print(f"train {dataset}/{algorithm}/seed{seed}: estimator={spec['estimator']} device={device} "
+          f"n_train={meta.get('n_train')} d={meta.get('d')} segments={segments}", flush=True)
+    metric = primary_metric(task)
+    progress = _Progress(segments, state["segment"], f"{dataset}/{algorithm}/seed{seed}")
+    done_now = 0
+    try:
+        while state["segment"] < segments:
+            if stop_after is not None and done_now >= stop_after:
+                return None
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            state["train_time"] += time.perf_counter() - t0
+            t1 = time.perf_counter()
+            last_segment = state["segment"] + 1 == segments
+            rows = None if last_segment else step_rows
+            scores = evaluate(est, Xt, yt, task, chunk, max_rows=rows)
+            state["eval_time"] += time.perf_counter() - t1
+            state["segment"] += 1
+            done_now += 1
+            hist = getattr(est, "history_", None)
+            row = {"step": state["segment"], "iter": _last(hist, "iter"),
+                   "time_s": round(state["train_time"], 6), "timestamp_ms": int(time.time() * 1000),
+                   "objective": _last(hist, "objective"),
+                   "test_rows": min(int(Xt.shape[0]), rows or int(Xt.shape[0]))}
+            if _last(hist, "n_blocks") is not None:
+                row["n_blocks"] = _last(hist, "n_blocks")
+            row.update(scores)
+            state["rows"].append(row)
+            state["peak_rss_mb"] = max(state["peak_rss_mb"], peak_rss_mb())
+            _atomic_write_bytes(ckpt, pickle.dumps(state))
+            write_csv(out / "metrics.csv", state["rows"])
+            progress.update(f"step {row['step']}/{segments} iter={row['iter']} "
+                            f"time={row['time_s']:.2f}s objective={row['objective']} "
+                            f"{metric}={scores[metric]:.5g}")
+    finally:
+        progress.close()
+
+    last = state["rows"][-1]
+    params = {"dataset": dataset, "algorithm": algorithm, "estimator": spec["estimator"],
+              "seed": int(seed), "device": device, "segments": segments, "iterative": iterative,
+              "params": _jsonable(est.get_params(deep=False))}
+    _atomic_write_text(out / "params.json", json.dumps(params, indent=2, sort_keys=True))
+    write_csv(out / "metrics.csv", state["rows"])
+    hist_rows = _history_rows(getattr(est, "history_", None))
+    if hist_rows:
+        write_csv(out / "history.csv", hist_rows)
+    _atomic_write_bytes(out / "model.pkl", pickle.dumps(est))
+    final = {"dataset": dataset, "algorithm": algorithm, "estimator": spec["estimator"],
+             "seed": int(seed), "task": task, "metric": metric, "value": last[metric],
+             **{k: v for k, v in last.items() if k.startswith("test_")},
+             "objective": last.get("objective"), "n_iter": last.get("iter"),
+             "segments": segments, "train_time_s": state["train_time"],
+             "eval_time_s": state["eval_time"],
+             "peak_rss_mb": max(state["peak_rss_mb"], peak_rss_mb()), "device": device,
+             "n_train": meta.get("n_train"), "n_test": meta.get("n_test"), "d": meta.get("d"),
+             "resumed": state["resumed"], "host": platform.node(),
+             "kernelscale_version": __version__, "finished_at": time.time()}
+    final = _jsonable(final)
+    _atomic_write_text(out / "final.json", json.dumps(final, indent=2))
+    ckpt.unlink(missing_ok=True)
+    print(f"done {dataset}/{algorithm}/seed{seed}: {metric}={final['value']:.5g} "
+          f"train_time={final['train_time_s']:.2f}s peak_rss={final['peak_rss_mb']:.0f}MB", flush=True)
+    return final

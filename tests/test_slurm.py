@@ -1,0 +1,222 @@
+"""The workflow through Snakemake's Slurm executor on a one-node Slurm cluster on localhost.
+
+Needs root and Debian's apt (installs slurm-wlm + munge when missing); skipped otherwise, with the
+reason. Writes /etc/slurm/slurm.conf (an existing one is put back afterwards), starts munged,
+slurmctld and slurmd in the foreground as child processes and stops them by PID in a finally block.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = Path("/etc/slurm/slurm.conf")
+MARK = "# written by kernelscale tests/test_slurm.py"
+
+
+def _why_not() -> str | None:
+    if sys.platform != "linux":
+        return "Slurm test runs on Linux only"
+    if os.geteuid() != 0:
+        return "needs root to install and run slurm-wlm (run the tests as root)"
+    if not shutil.which("slurmctld") and not shutil.which("apt-get"):
+        return "slurm-wlm is not installed and there is no apt-get to install it"
+    return None
+
+
+def _install() -> None:
+    if all(shutil.which(x) for x in ("slurmctld", "slurmd", "munged", "sbatch", "squeue")):
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"],
+                ["apt-get", "install", "-y", "-qq", "slurm-wlm", "munge"]):
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            pytest.skip(f"could not install slurm-wlm: {' '.join(cmd)}: "
+                        f"{(r.stderr.strip().splitlines() or ['?'])[-1]}")
+
+
+def _node_line() -> str:
+    out = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, check=True).stdout
+    return next(ln for ln in out.splitlines() if ln.startswith("NodeName="))
+
+
+def slurm_conf(host: str, node_line: str, state: Path) -> str:
+    return f"""{MARK}
+ClusterName=kstest
+SlurmctldHost={host}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation={state}/ctld
+SlurmdSpoolDir={state}/d
+SlurmctldPidFile={state}/slurmctld.pid
+SlurmdPidFile={state}/slurmd.pid
+SlurmctldLogFile={state}/slurmctld.log
+SlurmdLogFile={state}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SlurmctldTimeout=30
+SlurmdTimeout=30
+{node_line} NodeAddr=127.0.0.1 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    _install()
+    state = tmp_path_factory.mktemp("slurm")
+    for sub in ("ctld", "d"):
+        (state / sub).mkdir()
+    host = socket.gethostname().split(".")[0]
+    node_line = _node_line()
+    if f"NodeName={host} " not in node_line + " ":
+        node_line = f"NodeName={host} " + node_line.split(" ", 1)[1]
+    backup = None
+    if CONF.exists() and MARK not in CONF.read_text():
+        backup = CONF.read_text()
+    procs: list[subprocess.Popen] = []
+    logs = state / "daemons.log"
+    try:
+        CONF.parent.mkdir(parents=True, exist_ok=True)
+        CONF.write_text(slurm_conf(host, node_line, state))
+        run_munge = Path("/run/munge")
+        sock = run_munge / "munge.socket.2"
+        if not sock.exists():  # no munged running yet: start ours
+            run_munge.mkdir(parents=True, exist_ok=True)
+            shutil.chown(run_munge, "munge", "munge")
+            if not Path("/etc/munge/munge.key").exists():
+                subprocess.run(["mungekey", "--create"], check=True, timeout=60)
+                shutil.chown("/etc/munge/munge.key", "munge", "munge")
+            procs.append(subprocess.Popen(
+                ["setpriv", "--reuid", "munge", "--regid", "munge", "--init-groups",
+                 "munged", "--foreground"], stdout=open(logs, "a"), stderr=subprocess.STDOUT))
+            for _ in range(50):
+                if sock.exists():
+                    break
+                time.sleep(0.1)
+        procs.append(subprocess.Popen(["slurmctld", "-D", "-i"], stdout=open(logs, "a"),
+                                      stderr=subprocess.STDOUT))
+        time.sleep(1)
+        procs.append(subprocess.Popen(["slurmd", "-D"], stdout=open(logs, "a"),
+                                      stderr=subprocess.STDOUT))
+        deadline = time.time() + 60
+        states = ""
+        while time.time() < deadline:
+            r = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+            states = r.stdout.strip()
+            if r.returncode == 0 and states.startswith("idle"):
+                break
+            if any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.5)
+        else:
+            pass
+        if not states.startswith("idle"):
+            raise RuntimeError(f"Slurm did not come up (sinfo: {states!r}); see {logs}:\n"
+                               + logs.read_text()[-3000:])
+        yield {"state": state, "host": host}
+    finally:
+        _stop(procs)
+        if backup is not None:
+            CONF.write_text(backup)
+        elif CONF.exists() and MARK in CONF.read_text():
+            CONF.unlink()
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_workflow_on_slurm(cluster, tmp_path):
+    from test_workflow_pipeline import TINY, make_workdir, smk
+
+    config = {**TINY, "experiments": [
+        {"datasets": ["tiny_reg"], "algorithms": ["standin"], "seeds": [0, 1]}]}
+    config["datasets"] = {"tiny_reg": TINY["datasets"]["tiny_reg"]}
+    workdir, env = make_workdir(tmp_path, config)
+    shutil.copytree(ROOT / "slurm", workdir / "slurm")
+    t0 = time.time()
+    r = smk(workdir, env, "--profile", "slurm", "--jobs", "4", "--slurm-keep-successful-logs",
+            "--slurm-init-seconds-before-status-checks", "3",
+            "--seconds-between-status-checks", "2", timeout=400)
+    out = r.stdout + r.stderr
+    print(f"workflow on Slurm: {time.time() - t0:.0f} s")
+    assert out.count("has been submitted with SLURM jobid") >= 2, out[-3000:]
+    res = workdir / "results"
+    for seed in (0, 1):
+        assert (res / "runs" / "tiny_reg" / "standin" / f"seed{seed}" / "final.json").is_file()
+    # the train jobs really went through Slurm
+    slurm_logs = list((workdir / ".snakemake" / "slurm_logs").rglob("*.log"))
+    assert any("rule_train" in str(p) for p in slurm_logs), slurm_logs
+    from kernelscale.tracking import search_runs
+
+    runs = search_runs(f"sqlite:///{res}/mlflow.db", "tiny")
+    assert len(runs) == 2
+    assert (res / "tables" / "summary.csv").read_text().count("tiny_reg") == 2
+
+
+def test_gpu_algorithms_ask_slurm_for_a_gpu(tmp_path):
+    """A `device: gpu` algorithm's train job carries gpu=1 (the plugin submits --gpus=1)."""
+    from test_workflow_pipeline import TINY, make_workdir, smk
+
+    config = yaml.safe_load(yaml.safe_dump(TINY))
+    config["algorithms"]["standin"]["device"] = "gpu"
+    workdir, env = make_workdir(tmp_path, config)
+    r = smk(workdir, env, "-n", "--cores", "2", "--printshellcmds", timeout=300)
+    out = r.stdout + r.stderr
+    blocks = out.split("rule ")
+    train_std = [b for b in blocks if b.startswith("train:") and "algorithm=standin" in b]
+    train_one = [b for b in blocks if b.startswith("train:") and "algorithm=oneshot" in b]
+    assert train_std and all("gpu=1" in b for b in train_std), out[-3000:]
+    assert train_one and not any("gpu=1" in b for b in train_one)
+    profile = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm" and profile["slurm-status-command"] == "squeue"
+
+
+def test_plugin_turns_gpu_resource_into_gpus_flag():
+    """What the slurm plugin submits for the train rule's resources (gpu=1 -> --gpus=1)."""
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    class Resources(dict):
+        __getattr__ = dict.get
+
+    class Job:
+        def __init__(self, **res):
+            self.resources = Resources(res)
+
+    assert set_gres_string(Job(gpu=1)).strip() == "--gpus=1"
+    assert set_gres_string(Job(gpu=0)).strip() == ""

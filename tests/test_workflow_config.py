@@ -1,0 +1,100 @@
+"""kernelscale.pipeline: the config checks and the run list the Snakefile uses."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from kernelscale import pipeline, registry
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASE = {
+    "datasets": {"a": {"task": "binary", "sklearn": "breast_cancer"},
+                 "r": {"task": "regression", "sklearn": "diabetes"}},
+    "algorithms": {"dsg": {"estimator": "dsg", "params": {"n_iter": 5}, "device": "cpu"},
+                   "big": {"estimator": "dsg", "device": "gpu",
+                           "resources": {"threads": 4, "mem_mb": 9000}}},
+    "experiments": [{"datasets": ["a", "r"], "algorithms": ["dsg"], "seeds": [0, 1]},
+                    {"datasets": ["a"], "algorithms": ["dsg", "big"], "seeds": [1]}],
+}
+
+
+def test_runs_are_the_union_without_duplicates():
+    assert pipeline.runs(BASE) == [("a", "dsg", 0), ("a", "dsg", 1), ("r", "dsg", 0),
+                                   ("r", "dsg", 1), ("a", "big", 1)]
+    assert pipeline.run_datasets(BASE) == ["a", "r"]
+    assert pipeline.final_files(BASE, "r") == ["results/runs/r/dsg/seed0/final.json",
+                                                "results/runs/r/dsg/seed1/final.json"]
+
+
+def test_specs_and_resources():
+    spec = json.loads(pipeline.algorithm_spec_json(BASE, "dsg"))
+    assert spec == {"estimator": "dsg", "params": {"n_iter": 5}, "device": "cpu", "segments": 10,
+                    "step_test_rows": 10000}
+    assert pipeline.train_resources(BASE, "dsg") == {"threads": 1, "mem_mb": 2000,
+                                                     "runtime": 60, "gpu": 0}
+    res = pipeline.train_resources({**BASE, "resources": {"train": {"runtime": 5}}}, "big")
+    assert res == {"threads": 4, "mem_mb": 9000, "runtime": 5, "gpu": 1}
+    assert pipeline.conda_env(BASE, "big", "/w").endswith("envs/gpu.yaml")
+    assert pipeline.tracking({}) == {"uri": "sqlite:///results/mlflow.db",
+                                     "experiment": "kernelscale"}
+
+
+def test_semantic_errors_name_the_key():
+    assert pipeline.semantic_errors(BASE) == []
+    c = copy.deepcopy(BASE)
+    c["experiments"][0]["datasets"].append("zz")
+    c["experiments"][1]["algorithms"].append("yy")
+    c["algorithms"]["dsg"]["estimator"] = "nope"
+    errs = pipeline.semantic_errors(c)
+    assert all("\n" not in e for e in errs)
+    assert any(e.startswith("config.yaml: experiments.0.datasets: unknown dataset 'zz'")
+               for e in errs)
+    assert any(e.startswith("config.yaml: experiments.1.algorithms: unknown algorithm 'yy'")
+               for e in errs)
+    assert any(e.startswith("config.yaml: algorithms.dsg.estimator: unknown estimator 'nope'")
+               for e in errs)
+    with pytest.raises(pipeline.ConfigError):
+        pipeline.check(c)
+
+
+def test_schema_error_line():
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    schema["properties"]["datasets"] = {"type": "object"}
+    bad = copy.deepcopy(BASE)
+    bad["algorithms"]["dsg"]["device"] = "tpu"
+    with pytest.raises(jsonschema.ValidationError) as e:
+        jsonschema.validate(bad, schema)
+    line = pipeline.schema_error_line(RuntimeError("wrapped", e.value))
+    assert line.startswith("config.yaml: algorithms.dsg.device: 'tpu' is not one of")
+    assert "\n" not in line
+
+
+def test_shipped_config_is_valid_and_runs_every_registered_algorithm(capsys):
+    from kernelscale.cli import main
+
+    assert main(["check-config", str(ROOT / "config.yaml"), "--schema",
+                 str(ROOT / "workflow/schemas/config.schema.yaml")]) == 0
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    used = {config["algorithms"][a]["estimator"] for _, a, _ in pipeline.runs(config)}
+    shipped = {n for n in registry.ALGORITHMS if n not in ("standin", "oneshot")}  # test stand-ins
+    assert shipped <= used, f"registered but not in the default experiment: {shipped - used}"
+    assert len(pipeline.run_datasets(config)) >= 3
+
+
+def test_check_config_cli_reports_one_line(tmp_path, capsys):
+    from kernelscale.cli import main
+
+    c = copy.deepcopy(BASE)
+    c["experiments"][0]["seeds"] = ["x"]
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(c))
+    with pytest.raises(SystemExit) as e:
+        main(["check-config", str(p), "--schema", str(ROOT / "workflow/schemas/config.schema.yaml")])
+    assert str(e.value) == "config.yaml: experiments.0.seeds.0: 'x' is not of type 'integer'"

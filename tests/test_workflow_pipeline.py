@@ -1,0 +1,221 @@
+"""The Snakemake workflow end to end on a tiny config, in a copy of the workflow in a tmp dir.
+
+Training uses the stand-in estimators of test_cli_train (registered in every process of the run
+through a sitecustomize on PYTHONPATH), so these tests check the workflow, not the solvers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+TINY = {
+    "datasets": {
+        "tiny_clf": {"task": "multiclass",
+                     "generator": {"name": "classification", "n_samples": 3000, "n_features": 6,
+                                   "n_informative": 4, "n_classes": 3, "seed": 1},
+                     "split": {"test_size": 0.25, "seed": 0}, "chunk_rows": 500},
+        "tiny_reg": {"task": "regression",
+                     "generator": {"name": "regression", "n_samples": 2000, "n_features": 4,
+                                   "noise": 0.1, "seed": 2},
+                     "split": {"test_size": 0.25, "seed": 0}, "chunk_rows": 500},
+    },
+    "algorithms": {
+        "standin": {"estimator": "standin", "params": {"n_iter": 2}, "device": "cpu",
+                    "segments": 3},
+        "oneshot": {"estimator": "oneshot", "device": "cpu"},
+    },
+    "experiments": [
+        {"datasets": ["tiny_clf", "tiny_reg"], "algorithms": ["standin"], "seeds": [0, 1]},
+        {"datasets": ["tiny_reg"], "algorithms": ["oneshot"]},
+    ],
+    "tracking": {"experiment": "tiny"},
+}
+N_RUNS = 5
+
+
+def data_stage_has_rules() -> bool:
+    return (ROOT / "workflow" / "rules" / "prepare.smk").exists()
+
+
+def make_workdir(tmp: Path, config: dict) -> tuple[Path, dict]:
+    """Copy the workflow into ``tmp``, write the config, prepared data (unless the data stage's
+    rules will make it) and a sitecustomize registering the stand-in estimators."""
+    shutil.copy(ROOT / "Snakefile", tmp / "Snakefile")
+    shutil.copytree(ROOT / "workflow", tmp / "workflow",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "envs", tmp / "envs")
+    (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    site = tmp / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(TESTS)!r})
+        import test_cli_train
+        test_cli_train.register_standins()
+        """))
+    if not data_stage_has_rules():
+        from test_cli_train import make_prepared
+
+        for name, spec in config["datasets"].items():
+            g = spec["generator"]
+            n_test = int(g["n_samples"] * spec["split"]["test_size"])
+            make_prepared(tmp / "results" / "data", name, spec["task"],
+                          n_train=g["n_samples"] - n_test, n_test=n_test, d=g["n_features"])
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("KERNELSCALE_TRACEBACK", None)
+    return tmp, env
+
+
+def smk(workdir: Path, env: dict, *args, check=True, timeout=600):
+    r = subprocess.run([*SNAKEMAKE, *args], cwd=workdir, env=env, capture_output=True,
+                       text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{r.stdout[-3000:]}\n"
+                             f"{r.stderr[-5000:]}")
+    return r
+
+
+def test_lint_is_clean():
+    r = subprocess.run([*SNAKEMAKE, "--lint"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Lints for" not in r.stdout + r.stderr
+
+
+def test_default_config_dry_run():
+    """The shipped config.yaml validates and plans every (dataset, algorithm, seed)."""
+    import kernelscale.pipeline as pipeline
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    runs = pipeline.runs(config)
+    assert len({d for d, _, _ in runs}) >= 3
+    if not data_stage_has_rules():
+        pytest.skip("the data stage's rules (workflow/rules/prepare.smk) are not there yet")
+    r = subprocess.run([*SNAKEMAKE, "-n", "--cores", "2", "--directory", str(ROOT)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    for d, a, s in runs:
+        assert f"results/runs/{d}/{a}/seed{s}/final.json" in out or "Nothing to be done" in out
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    workdir, env = make_workdir(tmp_path_factory.mktemp("wf"), TINY)
+    r = smk(workdir, env, "--cores", "2")
+    return workdir, env, r
+
+
+@pytest.mark.slow
+def test_end_to_end(finished):
+    workdir, env, r = finished
+    res = workdir / "results"
+    import pandas as pd
+
+    summary = pd.read_csv(res / "tables" / "summary.csv")
+    assert len(summary) == N_RUNS
+    assert set(summary["algorithm"]) == {"standin", "oneshot"}
+    assert summary["value"].notna().all() and (summary["train_time_s"] > 0).all()
+    assert (res / "tables" / "summary.md").read_text().count("| tiny_") >= N_RUNS
+    for d in ("tiny_clf", "tiny_reg"):
+        for kind in ("metric_vs_time", "objective_vs_iter"):
+            assert (res / "plots" / d / f"{kind}.png").stat().st_size > 1000
+    run = res / "runs" / "tiny_clf" / "standin" / "seed1"
+    for f in ("params.json", "metrics.csv", "final.json", "model.pkl"):
+        assert (run / f).is_file()
+    assert len(pd.read_csv(run / "metrics.csv")) == 3
+    assert (res / "logs" / "train" / "tiny_clf" / "standin" / "seed1.log").stat().st_size > 0
+    from kernelscale.tracking import search_runs
+
+    runs = search_runs(f"sqlite:///{res}/mlflow.db", "tiny")
+    assert len(runs) == N_RUNS
+
+
+@pytest.mark.slow
+def test_second_run_does_no_training(finished):
+    workdir, env, _ = finished
+    logs = sorted((workdir / "results" / "logs" / "train").rglob("*.log"))
+    before = {p: p.stat().st_mtime_ns for p in logs}
+    r = smk(workdir, env, "--cores", "2")
+    assert "Nothing to be done" in r.stdout + r.stderr
+    assert {p: p.stat().st_mtime_ns for p in logs} == before
+    # importing again does not duplicate MLflow runs
+    finals = sorted(str(p) for p in (workdir / "results" / "runs").rglob("final.json"))
+    c = subprocess.run([sys.executable, "-m", "kernelscale.cli", "track", "--uri",
+                        "sqlite:///results/mlflow.db", "--experiment", "tiny", *finals],
+                       cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert c.returncode == 0, c.stderr
+    assert "'unchanged': 5" in c.stdout
+    from kernelscale.tracking import search_runs
+
+    assert len(search_runs(f"sqlite:///{workdir}/results/mlflow.db", "tiny")) == N_RUNS
+
+
+@pytest.mark.slow
+def test_report(finished):
+    workdir, env, _ = finished
+    smk(workdir, env, "--cores", "1", "--report", "results/report.html")
+    html = (workdir / "results" / "report.html").read_text(errors="replace")
+    assert len(html) > 10_000 and "metric_vs_time" in html
+
+
+def _bad(config_edit):
+    import copy
+
+    c = copy.deepcopy(TINY)
+    config_edit(c)
+    return c
+
+
+BAD = {
+    "unknown dataset": (
+        lambda c: c["experiments"][0]["datasets"].append("nope"),
+        "config.yaml: experiments.0.datasets: unknown dataset 'nope'"),
+    "unknown algorithm": (
+        lambda c: c["experiments"][1]["algorithms"].append("nope"),
+        "config.yaml: experiments.1.algorithms: unknown algorithm 'nope'"),
+    "unknown estimator": (
+        lambda c: c["algorithms"]["oneshot"].update(estimator="nope"),
+        "config.yaml: algorithms.oneshot.estimator: unknown estimator 'nope'"),
+    "schema: bad device": (
+        lambda c: c["algorithms"]["standin"].update(device="tpu"),
+        "config.yaml: algorithms.standin.device: 'tpu' is not one of"),
+    "schema: seeds not integers": (
+        lambda c: c["experiments"][0].update(seeds=["a"]),
+        "config.yaml: experiments.0.seeds.0: 'a' is not of type 'integer'"),
+    "schema: unknown key": (
+        lambda c: c.update(tracking={"uri": "sqlite:///x.db", "oops": 1}),
+        "config.yaml: tracking: Additional properties are not allowed ('oops' was unexpected)"),
+    "task the algorithm cannot do": (
+        lambda c: c["experiments"][1]["datasets"].append("tiny_clf"),
+        "config.yaml: experiments.1: algorithm 'oneshot' does not do multiclass"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_config_one_line_error_nothing_written(tmp_path, case):
+    edit, expected = BAD[case]
+    workdir, env = make_workdir(tmp_path, _bad(edit))
+    before = sorted(p.relative_to(workdir) for p in (workdir / "results").rglob("*")) \
+        if (workdir / "results").exists() else []
+    r = smk(workdir, env, "--cores", "2", check=False, timeout=300)
+    assert r.returncode != 0
+    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("config.yaml:")]
+    assert len(errors) == 1 and errors[0].startswith(expected), lines
+    assert "Traceback" not in r.stderr
+    after = sorted(p.relative_to(workdir) for p in (workdir / "results").rglob("*")) \
+        if (workdir / "results").exists() else []
+    assert after == before

@@ -1,0 +1,54 @@
+# Comparison tables (from MLflow) and per-dataset figures (from the run folders), registered
+# for `snakemake --report results/report.html` with captions from workflow/report/.
+
+
+localrules:
+    tables,
+    plots,
+
+
+rule tables:
+    input:
+        "results/tracking/imported.json",
+    output:
+        csv=report(
+            "results/tables/summary.csv",
+            caption="../report/summary.rst",
+            category="Tables",
+        ),
+        md="results/tables/summary.md",
+    params:
+        uri=TRACKING["uri"],
+        experiment=TRACKING["experiment"],
+    log:
+        "results/logs/tables.log",
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "python -m kernelscale.cli tables --uri {params.uri:q} --experiment {params.experiment:q}"
+        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+
+
+rule plots:
+    input:
+        lambda wc: pipeline.final_files(config, wc.dataset),
+    output:
+        metric=report(
+            "results/plots/{dataset}/metric_vs_time.png",
+            caption="../report/metric_vs_time.rst",
+            category="Plots",
+            subcategory="{dataset}",
+        ),
+        objective=report(
+            "results/plots/{dataset}/objective_vs_iter.png",
+            caption="../report/objective_vs_iter.rst",
+            category="Plots",
+            subcategory="{dataset}",
+        ),
+    log:
+        "results/logs/plots/{dataset}.log",
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "python -m kernelscale.cli plots --dataset {wildcards.dataset} --metric-png {output.metric}"
+        " --objective-png {output.objective} {input} > {log} 2>&1"

@@ -1,0 +1,40 @@
+# MLflow: create the store once (parallel writers must not create a fresh SQLite file together),
+# then import every finished run folder (idempotent: one MLflow run per run folder).
+
+
+localrules:
+    tracking_init,
+    tracking_import,
+
+
+rule tracking_init:
+    output:
+        "results/tracking/store.json",
+    params:
+        uri=TRACKING["uri"],
+        experiment=TRACKING["experiment"],
+    log:
+        "results/logs/tracking_init.log",
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "python -m kernelscale.cli tracking-init --uri {params.uri:q} --experiment {params.experiment:q}"
+        " --out {output} > {log} 2>&1"
+
+
+rule tracking_import:
+    input:
+        store="results/tracking/store.json",
+        finals=pipeline.final_files(config),
+    output:
+        "results/tracking/imported.json",
+    params:
+        uri=TRACKING["uri"],
+        experiment=TRACKING["experiment"],
+    log:
+        "results/logs/tracking_import.log",
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "python -m kernelscale.cli track --uri {params.uri:q} --experiment {params.experiment:q}"
+        " --out {output} {input.finals} > {log} 2>&1"
