@@ -291,3 +291,17 @@ def test_gpu_kernel_ridge_convergence(gpu):
     dsg = DSGRegressor(device="gpu", bandwidth=2.0, reg=1e-2, batch_size=1000, block_size=256,
                        n_iter=150, t0=100, random_state=0).fit(X, y)
     assert np.linalg.norm(dsg.predict(X) - exact) / np.linalg.norm(exact) < 0.05
+
+
+def test_regressor_partial_fit_continues_the_model():
+    X, y = _regression(1200)
+    reg = DSGRegressor(batch_size=100, block_size=32, bandwidth=2.0, random_state=0)
+    scores = []
+    for _ in range(3):  # three passes over the data in chunks of 400 rows
+        for lo in range(0, 1200, 400):
+            reg.partial_fit(X[lo:lo + 400], y[lo:lo + 400])
+        scores.append(reg.score(X, y))
+    assert reg.n_iter_ == 36 and reg.n_blocks_ == 36
+    assert scores[2] > scores[0] + 0.1
+    with pytest.raises(ValueError, match="features"):
+        reg.partial_fit(X[:, :3], y)

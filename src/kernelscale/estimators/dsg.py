@@ -17,6 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..backend import namespace, resolve_device, to_numpy
+from ..budget import budget_window
 from ..kernels import FourierBlocks, make_kernel, resolve_bandwidth
 from ..losses import make_loss, sigmoid, softmax
 from ..rng import seed_from
@@ -48,6 +49,9 @@ class _DSGBase(BaseEstimator):
         than the DSG step, which eta0="auto" already puts at the stability limit)
     window_rows : rows read from disk per window (default: all for in-memory data, a chunk
         for on-disk data); see ``stream.BatchStream``
+    memory_budget : MB for reading on-disk X (two windows, chunk decoding, the batch's feature
+        matrix); picks ``window_rows`` when that is None (``kernelscale.budget``). In-memory X is
+        already resident, so it keeps its default window (a global shuffle).
     random_state, device ("auto" | "cpu" | "gpu"), dtype ("float64" | "float32"), warm_start
     """
 
@@ -58,7 +62,7 @@ class _DSGBase(BaseEstimator):
                  loss_params=None, batch_size=256, block_size=256, n_iter=300, eta0="auto",
                  step_schedule="inverse", t0=100.0, n_new=1, n_reuse=1, precondition=False,
                  max_step_ratio=1.0, window_rows=None, random_state=None, device="auto",
-                 dtype="float64", warm_start=False):
+                 dtype="float64", warm_start=False, memory_budget=None):
         self.variant = variant
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -80,6 +84,7 @@ class _DSGBase(BaseEstimator):
         self.device = device
         self.dtype = dtype
         self.warm_start = warm_start
+        self.memory_budget = memory_budget
 
     # -- set-up -------------------------------------------------------------------------
     def _check_params(self):
@@ -130,8 +135,10 @@ class _DSGBase(BaseEstimator):
 
     def _train(self, X, y_stream, encode, n_iter, stream_seed):
         xp = self._xp()
+        window_rows = budget_window(self, X, int(self.batch_size), int(self.block_size),
+                                    self.model_.blocks.dtype)
         stream = BatchStream(X, y_stream, batch_size=int(self.batch_size), seed=stream_seed, xp=xp,
-                             dtype=self.model_.blocks.dtype, window_rows=self.window_rows)
+                             dtype=self.model_.blocks.dtype, window_rows=window_rows)
 
         def batches(t):
             Xb, yb = stream.batch(t)
@@ -188,21 +195,19 @@ class DSGRegressor(RegressorMixin, _DSGBase):
 
     def partial_fit(self, X, y):
         """One pass (ceil(n / batch_size) iterations) over (X, y), continuing the fitted model."""
-        keep = self.warm_start
-        self.warm_start = True
-        try:
-            X, y = check_X_y(self, X, y, regression=True) if not hasattr(self, "model_") else (X, y)
-            if not hasattr(self, "model_"):
-                y = np.asarray(y, dtype=np.float64)
-                self._y_1d = y.ndim == 1
-                self._init_model(X, 1 if y.ndim == 1 else y.shape[1], self._loss_name())
+        if hasattr(self, "model_"):
             X = check_X(self, X, reset=False)
-            y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
-            n_iter = -(-X.shape[0] // int(self.batch_size))
-            self._train(X, y, lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
-                        n_iter, self.seed_ + self.solver_.t + 1)
-        finally:
-            self.warm_start = keep
+            y = np.asarray(y, dtype=np.float64)
+        else:
+            X, y = check_X_y(self, X, y, regression=True)
+            y = np.asarray(y, dtype=np.float64)
+            self._y_1d = y.ndim == 1
+            self._init_model(X, 1 if y.ndim == 1 else y.shape[1], self._loss_name())
+        n_iter = -(-X.shape[0] // int(self.batch_size))
+        # a fresh batch order for every call, still a pure function of (seed, iterations so far)
+        self._train(X, y.reshape(X.shape[0], -1),
+                    lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
+                    n_iter, self.seed_ + self.solver_.t + 1)
         return self
 
     def predict(self, X):
