@@ -187,3 +187,52 @@ def test_gpu_acceleration_over_sgd():
     assert ep is not None
     sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_epochs": 3 * ep, "warm_start": False})
     assert _mse(sgd.fit(X, y), X, y) > target
+
+
+def _digits():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_digits(return_X_y=True)
+    return train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
+
+
+def test_default_kernel_eigenpro_converges_on_digits():
+    """Defaults on standardized digits (n = 1347 <= M, so the subsample is the training set):
+    the auto batch used to be m* = 1346, leaving a 1-row remainder batch per epoch that got the
+    step of a 1346-row batch (673x the stable step) and diverged (objective 1e28, accuracy 0.10)."""
+    Xtr, Xte, ytr, yte = _digits()
+    est = EigenProClassifier(n_epochs=5, device="cpu", random_state=0).fit(Xtr, ytr)
+    obj = np.asarray(est.history_["objective"])
+    assert np.all(np.isfinite(obj))
+    assert np.all(obj[1:] <= 2.0 * obj[:-1]), obj
+    assert est.score(Xte, yte) >= 0.95
+    # the batches of one epoch are evened out: no short remainder batch
+    m, n = est.batch_size_, len(Xtr)
+    assert n - (-(-n // m) - 1) * m >= m // 2
+
+
+def test_short_batch_gets_its_own_step():
+    """A batch shorter than the nominal one uses eta(m') from (S1), not eta(m)."""
+    from kernelscale.solvers.eigenpro import batch_step, choose_batch_and_step
+
+    beta, lam = 1.0, 1 / 1346.5  # digits: m* = beta / lambda_{k+1} ~ 1346.5
+    m, eta = choose_batch_and_step(beta, lam, 1347, 1346, "auto", 10**6)
+    assert batch_step(eta, beta, lam, m, 1) == pytest.approx(step_size(beta, lam, 1))
+    assert batch_step(eta, beta, lam, m, m) == eta
+    # auto batch: m* = 1347 capped by n and evened out -> two batches of 674
+    m_auto, _ = choose_batch_and_step(beta, lam, 1347, "auto", "auto", 10**6)
+    assert m_auto == 674
+    # plain SGD (m* ~ 1.7) gets the paper's m = 256 (evened out), not 1
+    m_sgd, eta_sgd = choose_batch_and_step(1.0, 0.6, 1347, "auto", "auto", 10**6)
+    assert m_sgd == 225 and eta_sgd == pytest.approx(step_size(1.0, 0.6, 225))
+
+
+def test_kernel_sgd_auto_batch_learns_digits():
+    """n_eigenvectors=0 with batch_size="auto": m = 256-ish (paper 004 §6), not m* ~ 2."""
+    Xtr, Xte, ytr, yte = _digits()
+    est = EigenProClassifier(n_eigenvectors=0, n_epochs=20, device="cpu",
+                             random_state=0).fit(Xtr, ytr)
+    assert est.batch_size_ >= 128
+    assert est.score(Xte, yte) >= 0.9

@@ -19,6 +19,7 @@ from sklearn.svm import SVC, SVR
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import resolve_device
+from ..budget import budget_window
 from ..kernels import FourierBlocks, make_kernel, resolve_bandwidth
 from ..losses import make_loss
 from ..preconditioners import subsample_indices
@@ -85,12 +86,14 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
     svrg_inner : iterations between SVRG snapshots ("epoch" = one pass).
     n_epochs / n_iter : per ``fit`` call.  kernel, bandwidth, window_rows, warm_start,
     random_state, device, dtype as for the other kernelscale estimators.
+    memory_budget : MB for reading on-disk X; picks ``window_rows`` when that is None
+        (``kernelscale.budget``; the feature matrix is batch_size x n_components).
     """
 
     def __init__(self, loss=None, solver="sgd", n_components=1000, alpha=1e-4, eta0="auto",
                  batch_size=64, svrg_inner="epoch", n_epochs=5, n_iter=None, kernel="gaussian",
                  bandwidth="median", window_rows=None, warm_start=False, random_state=None,
-                 device="auto", dtype="float64"):
+                 device="auto", dtype="float64", memory_budget=None):
         self.loss = loss
         self.solver = solver
         self.n_components = n_components
@@ -107,6 +110,7 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
+        self.memory_budget = memory_budget
 
     def _fit(self, X, y):
         X, Y = self._fit_targets(X, y)
@@ -132,8 +136,9 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
             self.history_ = {}
         xp = self._xp()
         dtype = np.dtype(self.dtype_)
+        window_rows = budget_window(self, X, int(self.batch_size), self.n_components, dtype)
         stream = BatchStream(X, Y, batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
-                             dtype=dtype, window_rows=self.window_rows)
+                             dtype=dtype, window_rows=window_rows)
 
         def batches(t):
             Xb, Yb = stream.batch(t)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
+from ..budget import budget_window
 from ..kernels import FourierBlocks
 from ..solvers._common import load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
@@ -44,13 +45,18 @@ class _EigenProBase(KernelEstimatorBase):
         (plain SGD).
     subsample_size : M, rows whose eigensystem estimates the preconditioner (paper: 4800).
     tau : damping; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
-    batch_size : m, or "auto" = min(m*, n, memory cap), m* = beta / lambda_{k+1} (§4).
+    batch_size : m, or "auto" = min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (§4;
+        256 is the paper's m for every method, §6 - plain SGD's m* is ~1-2), evened out over the
+        epoch (``solvers.eigenpro.choose_batch_and_step``). A shorter last batch gets the (S1)
+        step of its own size.
     eta : step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see preconditioners).
     n_epochs : passes over the data per ``fit`` call (used when ``n_iter`` is None).
     n_iter : iterations per ``fit`` call (overrides ``n_epochs``).
     n_components : D, random features for ``method="rff"``.
     eig_method : "auto" | "eigh" | "randomized" (top-k eigensystem of the subsample).
     window_rows : rows per read window for on-disk X (``stream.BatchStream``).
+    memory_budget : MB for reading on-disk X with ``method="rff"``; picks ``window_rows`` when
+        that is None (``kernelscale.budget``; the feature matrix is batch x n_components).
     warm_start, random_state, device ("auto" | "cpu" | "gpu"), dtype ("float64" | "float32").
 
     Attributes
@@ -65,7 +71,8 @@ class _EigenProBase(KernelEstimatorBase):
     def __init__(self, method="kernel", kernel="gaussian", bandwidth="median", n_eigenvectors=160,
                  subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_epochs=10,
                  n_iter=None, n_components=2000, eig_method="auto", window_rows=None,
-                 warm_start=False, random_state=None, device="auto", dtype="float64"):
+                 warm_start=False, random_state=None, device="auto", dtype="float64",
+                 memory_budget=None):
         self.method = method
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -83,6 +90,7 @@ class _EigenProBase(KernelEstimatorBase):
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
+        self.memory_budget = memory_budget
 
     def _check_params(self):
         if self.method not in METHODS:
@@ -135,7 +143,8 @@ class _EigenProBase(KernelEstimatorBase):
                 return stream.batch(t)
         else:
             stream = BatchStream(X, Y, batch_size=solver.batch_size, seed=self.seed_, xp=xp,
-                                 dtype=dtype, window_rows=self.window_rows)
+                                 dtype=dtype, window_rows=budget_window(self, X, solver.batch_size,
+                                                                        self.n_components, dtype))
 
             def batches(t):
                 Xb, Yb = stream.batch(t)

@@ -29,17 +29,55 @@ PROBE_ROWS = 2000
 BATCH_BLOCK_BYTES = 256 * 2**20
 
 
+# The paper's mini-batch size for every iterative method (paper 004 §6: "For consistent comparison,
+# all iterative methods use mini-batch of size m = 256"). It is the floor of the automatic batch:
+# for plain SGD (k = 0) the critical batch m* = beta / lambda_1 is ~1-2 points (lambda_1 carries a
+# large share of the trace), and batches that small make each iteration almost worthless.
+MIN_AUTO_BATCH = 256
+
+
 def choose_batch_and_step(beta: float, lam: float, n: int, batch_size, eta, max_batch: int):
-    """(m, eta): m = min(m*, n, max_batch) when ``batch_size`` is "auto", eta from (S1) when "auto"."""
+    """(m, eta) for the nominal batch size m.
+
+    ``batch_size="auto"``: m = min(max(m*, 256), n, max_batch) with m* = beta / lambda_{k+1} (S2),
+    then evened out over the epoch, m = ceil(n / ceil(n / m)), so that no batch is a short
+    remainder (n = 1347, m = 1346 would otherwise give batches of 1346 and 1). Beyond m* the step
+    (S1) just saturates at 1 / lambda_{k+1} - still stable, so the 256 floor is safe.
+    ``eta="auto"``: eta from (S1) for m. Batches of another size m' (the short last batch of an
+    epoch when m does not divide n) use ``batch_step`` instead of this eta.
+    """
     if batch_size == "auto":
-        m = int(min(max(1.0, critical_batch_size(beta, lam)), n, max_batch))
+        m = int(min(max(float(MIN_AUTO_BATCH), critical_batch_size(beta, lam)), n, max_batch))
+        m = max(1, m)
+        m = -(-n // -(-n // m))  # same number of batches, sizes as even as possible
     else:
         m = min(int(batch_size), n)
     e = step_size(beta, lam, m) if eta == "auto" else float(eta)
     return m, e
 
 
-class KernelEigenPro(DeviceState):
+def batch_step(eta: float, beta: float, lam: float, m_nominal: int, m: int) -> float:
+    """Step for a batch of m rows when ``eta`` was chosen for m_nominal rows.
+
+    (S1) grows almost linearly in m for m < m*: eta(m_nominal) applied to a short batch (the
+    remainder of an epoch) overshoots ||P H_m||^{-1} by up to m_nominal / m - with the update
+    (eta / m) sum_j r_j phi_j, a 1-row remainder after a 1346-row batch got 673x the stable step
+    and diverged. The step is therefore rescaled by eta(m) / eta(m_nominal): the exact (S1) step
+    for m when eta is "auto", and the same relative step for a user-given eta.
+    """
+    if m == m_nominal:
+        return eta
+    return eta * step_size(beta, lam, m) / step_size(beta, lam, m_nominal)
+
+
+class _StepMixin:
+    def _batch_eta(self, m: int) -> float:
+        """The step for this batch's actual size (``batch_step``)."""
+        p = self.precond
+        return batch_step(self.eta, p.beta, p.lam_next, self.batch_size, int(m))
+
+
+class KernelEigenPro(_StepMixin, DeviceState):
     """Kernel EigenPro: f = sum_i alpha_i k(x_i, .) over the n training points.
 
     One iteration on a batch B of m points (paper 004 §3 "Kernel EigenPro", Algorithm EigenPro):
@@ -79,17 +117,18 @@ class KernelEigenPro(DeviceState):
         K_B = self.kernel(Xb, self.X)  # (m, n)
         r = K_B @ self.alpha - self.Y[idx]
         m = r.shape[0]
-        self.alpha[idx] -= (self.eta / m) * r
+        eta = self._batch_eta(m)
+        self.alpha[idx] -= (eta / m) * r
         corr = self.precond.correction(K_B[:, self.sub_idx].T @ r)
         if corr is not None:
-            self.alpha[self.sub_idx] += (self.eta / m) * corr
+            self.alpha[self.sub_idx] += (eta / m) * corr
         return {"objective": float((r * r).mean())}
 
     def decision(self, A):
         return kernel_apply(self.kernel, A, self.X, self.alpha, self.xp)
 
 
-class RFFEigenPro(DeviceState):
+class RFFEigenPro(_StepMixin, DeviceState):
     """EigenPro on random Fourier features (paper 004, Algorithm EigenPro with phi = RFF):
     a linear model w (D x C) on phi(x) from ``FourierBlocks`` (one block of D features), updated by
         g = Phi_B^T (Phi_B w - Y_B) / m,   w -= eta P g,
@@ -128,11 +167,11 @@ class RFFEigenPro(DeviceState):
         r = Phi @ self.w - Yb
         m = r.shape[0]
         g = Phi.T @ r / m
-        self.w -= self.eta * self.precond.apply(g)
+        self.w -= self._batch_eta(m) * self.precond.apply(g)
         return {"objective": float((r * r).mean())}
 
     def decision(self, A):
         return self.blocks.features(A, 0) @ self.w
 
 
-__all__ = ["KernelEigenPro", "RFFEigenPro", "choose_batch_and_step"]
+__all__ = ["KernelEigenPro", "RFFEigenPro", "batch_step", "choose_batch_and_step"]

@@ -1,0 +1,174 @@
+"""Memory budget for out-of-core training: how many rows to read per window.
+
+A solver that reads a row-chunked on-disk array through ``stream.BatchStream`` holds, at its peak,
+
+* two windows of rows: the one being consumed and the one the prefetch thread is reading
+  (``BatchStream`` keeps exactly these two), each with its NaN check mask (1 byte per value,
+  transient) and its row permutation (8 bytes per row);
+* the on-disk chunks being decoded while a window is read (zarr decodes whole chunks, so a chunk
+  larger than the window still costs a whole chunk);
+* the batch's working set in the model dtype: the batch rows and a few ``batch_size x block_size``
+  feature-sized matrices (features, their cosine, the gradient product).
+
+``plan_window`` inverts that sum: the largest window (whole batches) that fits ``budget_mb``, or a
+one-line ``ValueError`` naming the numbers when not even one batch fits. Memory that grows with n
+by design (the targets ``y``, n numbers, which the estimators load) and the model itself are not
+part of the budget: the budget bounds what is read from X.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MB = 2**20
+# feature-sized (batch_size x block_size) matrices alive at once during a step: the features,
+# an intermediate of the same shape (cos / loss derivative broadcast), and a gradient-side product
+FEATURE_MATRICES = 3
+# decoded chunks in flight during a window read; zarr decodes chunk by chunk into the output,
+# so a couple of decode buffers is the steady state (measured in tests/test_scale.py)
+CHUNKS_IN_FLIGHT = 2
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """Rows per window and the byte counts behind it (for logs and error messages)."""
+
+    window_rows: int
+    window_bytes: int   # one window with its mask and permutation
+    batch_bytes: int    # the batch working set
+    chunk_bytes: int    # decode buffers of the chunks in flight
+    budget_bytes: int
+
+    @property
+    def peak_bytes(self) -> int:
+        """Planned peak: two windows + decode buffers + batch working set."""
+        return 2 * self.window_bytes + self.chunk_bytes + self.batch_bytes
+
+
+def row_bytes(n_features: int, dtype) -> int:
+    """Bytes one row costs inside a window: values, NaN-check mask and permutation index."""
+    return int(n_features) * np.dtype(dtype).itemsize + int(n_features) + 8
+
+
+def batch_bytes(batch_size: int, n_features: int, block_size: int, model_dtype) -> int:
+    """The batch's working set: its rows and ``FEATURE_MATRICES`` feature-sized matrices."""
+    item = np.dtype(model_dtype).itemsize
+    return int(batch_size) * (int(n_features) + FEATURE_MATRICES * int(block_size)) * item
+
+
+def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block_size: int,
+                *, model_dtype=None, chunk_rows: int | None = None,
+                n_rows: int | None = None) -> WindowPlan:
+    """The window (rows read from disk at once) that keeps training within ``budget_mb``.
+
+    Parameters
+    ----------
+    budget_mb : memory budget in MiB for reading X and the batch working set.
+    n_features, dtype : columns of X and its on-disk dtype (the window keeps it).
+    batch_size, block_size : rows per batch and random features per block (the feature matrix is
+        batch_size x block_size).
+    model_dtype : dtype the solver computes in (default ``dtype``).
+    chunk_rows : on-disk rows per chunk; decoding costs whole chunks, and a window that is a whole
+        number of chunks avoids decoding a chunk twice.
+    n_rows : rows of X; the window never exceeds it.
+    """
+    if not (isinstance(budget_mb, (int, float, np.integer, np.floating)) and budget_mb > 0):
+        raise ValueError(f"memory_budget={budget_mb!r} must be a positive number of MB")
+    model_dtype = dtype if model_dtype is None else model_dtype
+    budget = int(budget_mb * MB)
+    per_row = row_bytes(n_features, dtype)
+    work = batch_bytes(batch_size, n_features, block_size, model_dtype)
+    chunk = CHUNKS_IN_FLIGHT * int(chunk_rows or 0) * int(n_features) * np.dtype(dtype).itemsize
+    free = budget - work - chunk
+    rows = free // (2 * per_row)
+    if rows < batch_size:
+        need = (2 * batch_size * per_row + work + chunk) / MB
+        raise ValueError(
+            f"memory_budget={budget_mb:g} MB is too small for one batch: batch_size={batch_size} "
+            f"rows x {n_features} features ({np.dtype(dtype).name}) with block_size={block_size}"
+            + (f" and {chunk_rows}-row chunks" if chunk_rows else "")
+            + f" needs at least {need:.2f} MB")
+    if n_rows is not None:
+        rows = min(rows, max(int(n_rows), batch_size))
+    if chunk_rows and rows >= chunk_rows:
+        rows -= rows % int(chunk_rows)  # whole chunks: each chunk is decoded once per epoch
+    rows -= rows % int(batch_size)      # whole batches (BatchStream would round down anyway)
+    return WindowPlan(int(rows), int(rows * per_row), int(work), int(chunk), budget)
+
+
+def chunk_rows_of(X) -> int | None:
+    """Rows per on-disk chunk of a zarr / dask / h5py array (None for in-memory arrays)."""
+    chunks = getattr(X, "chunks", None)
+    if not chunks:
+        return None
+    first = chunks[0]
+    return int(first if isinstance(first, (int, np.integer)) else max(first))
+
+
+def window_rows_for(X, budget_mb, batch_size: int, block_size: int, model_dtype) -> int:
+    """``plan_window`` for a concrete array X (its width, dtype, chunking and length)."""
+    dtype = getattr(X, "dtype", model_dtype)
+    return plan_window(budget_mb, int(X.shape[1]), dtype, int(batch_size), int(block_size),
+                       model_dtype=model_dtype, chunk_rows=chunk_rows_of(X),
+                       n_rows=int(X.shape[0])).window_rows
+
+
+def return_freed_memory(threshold_mb: float = 1.0) -> bool:
+    """Make glibc give freed buffers of ``threshold_mb`` or more straight back to the OS.
+
+    glibc raises its mmap threshold (up to 32 MB) each time a large buffer is freed, so later
+    window and chunk buffers come from per-thread heap arenas that keep freed memory: resident
+    memory then exceeds the live data by about one window per reading thread. Fixing the
+    threshold keeps the resident set near the planned peak, at the price of a fresh mmap (page
+    faults) per large buffer. Process-wide, so opt-in; returns False where it is unavailable
+    (not glibc).
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        m_mmap_threshold = -3  # <malloc.h>
+        return bool(libc.mallopt(m_mmap_threshold, int(threshold_mb * MB)))
+    except (OSError, AttributeError):
+        return False
+
+
+def budget_window(est, X, batch_size: int, block_size: int, model_dtype) -> int | None:
+    """The ``window_rows`` an estimator should stream X with: its own ``window_rows`` when set,
+    else the budget's window for on-disk X when ``memory_budget`` is set, else None (the stream's
+    default). In-memory X is already resident: re-windowing it would only change the shuffle."""
+    from .stream import is_in_memory
+
+    window_rows = getattr(est, "window_rows", None)
+    budget = getattr(est, "memory_budget", None)
+    if window_rows is not None or budget is None or is_in_memory(X):
+        return window_rows
+    return window_rows_for(X, budget, batch_size, block_size, model_dtype)
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set size in bytes.
+
+    Linux's ``VmHWM`` (``/proc/self/status``) belongs to the process's address space, which
+    ``exec`` replaces; ``getrusage(RUSAGE_SELF).ru_maxrss`` instead keeps the high-water mark of
+    the parent's address space copied by ``fork`` (so a child of a large process reports the
+    parent's size). Falls back to ``ru_maxrss`` where ``/proc`` is absent.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    import sys
+
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale

@@ -1,0 +1,36 @@
+"""Opening on-disk row arrays for estimators, with one-line errors.
+
+``zarr.open_array(path, mode="r")`` raises ``FileNotFoundError("<path> does not exist")`` for a
+missing path and ``zarr.errors.ArrayNotFoundError`` (a ``ValueError`` and ``FileNotFoundError``
+subclass: "No array found in store file://... at path ") for a folder that holds no array, or a
+group; neither says what the caller was trying to open. ``open_zarr`` names the path and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def open_zarr(path: str | os.PathLike, name: str | None = None):
+    """Open the zarr array at ``path`` read-only (``name``: an array inside a group at ``path``).
+
+    Raises ``FileNotFoundError`` with one line naming the path when there is nothing there, and
+    when the path holds no array (or the group has no array ``name``).
+    """
+    import zarr
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"zarr array not found: {path} does not exist")
+    try:
+        if name is None:
+            return zarr.open_array(str(path), mode="r")
+        return zarr.open_group(str(path), mode="r")[name]
+    except KeyError:
+        raise FileNotFoundError(f"zarr group {path} has no array {name!r}") from None
+    except (FileNotFoundError, ValueError) as e:
+        # ArrayNotFoundError / ContainsGroupError / a corrupt zarr.json: keep the first line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        what = "a zarr array" if name is None else "a zarr group"
+        raise FileNotFoundError(f"{path} is not {what} ({first})") from None
