@@ -46,9 +46,12 @@ def client_for(address: str | None = None, *, n_workers: int | None = None,
             n_workers = int(dask.config.get("kernelscale.n-workers", os.cpu_count() or 1))
         cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=1,
                                processes=processes, dashboard_address=None)
-        return Client(cluster)
+        # set_as_default=False: work goes to this client only when passed explicitly, and dask's
+        # global scheduler is left alone (a failed connect would otherwise leave it pointing at
+        # a distributed client that does not exist)
+        return Client(cluster, set_as_default=False)
     try:
-        return Client(address, timeout=f"{timeout}s")
+        return Client(address, timeout=f"{timeout}s", set_as_default=False)
     except (OSError, ValueError, TypeError) as e:
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise ConnectionError(f"cannot reach dask scheduler {address!r} within {timeout:g} s "

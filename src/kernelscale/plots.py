@@ -19,8 +19,13 @@ _STYLES = ("-", "--", ":", "-.")
 
 
 def _style(i: int) -> str:
-    """A new line style after every 10 lines (the default colour cycle has 10 colours)."""
-    return _STYLES[(i // 10) % len(_STYLES)]
+    """A new line style after every 20 lines (``_color`` has 20 colours)."""
+    return _STYLES[(i // 20) % len(_STYLES)]
+
+
+def _color(i: int):
+    """20 distinct colours: the default cycle has 10, fewer than the algorithms a run compares."""
+    return plt.get_cmap("tab20")(i % 20)
 
 
 def _load(run_dir: Path):
@@ -43,7 +48,8 @@ def plot_dataset(run_dirs, dataset: str, metric_png, objective_png) -> None:
     for i, (final, m, _) in enumerate(runs):
         label = f"{final['algorithm']} (seed {final['seed']})"
         if metric in m.columns:
-            ax.plot(m["time_s"], m[metric], marker="o", ms=3, ls=_style(i), label=label)
+            ax.plot(m["time_s"], m[metric], marker="o", ms=3, ls=_style(i), color=_color(i),
+                    label=label)
     ax.set_xlabel("training wall time (s)")
     ax.set_ylabel(metric.replace("_", " "))
     ax.set_title(f"{dataset}: {metric.replace('_', ' ')} vs time")
@@ -61,7 +67,7 @@ def plot_dataset(run_dirs, dataset: str, metric_png, objective_png) -> None:
         src = hist if hist is not None and "objective" in hist.columns else m
         xcol = "iter" if "iter" in src.columns and src["iter"].notna().any() else "step"
         if "objective" in src.columns and src["objective"].notna().any():
-            ax.plot(src[xcol], src["objective"], ls=_style(i), label=label)
+            ax.plot(src[xcol], src["objective"], ls=_style(i), color=_color(i), label=label)
     ax.set_xlabel("iteration")
     ax.set_ylabel("objective")
     ax.set_title(f"{dataset}: objective vs iteration")
