@@ -123,8 +123,9 @@ def return_freed_memory(threshold_mb: float = 4.0) -> bool:
     memory then exceeds the live data by about one window per reading thread. Fixing the
     threshold keeps the resident set near the planned peak, at the price of a fresh mmap (page
     faults) per large buffer; the 4 MB default sits above typical per-batch temporaries (a
-    2000 x 256 float32 feature matrix is 2 MB: at 1 MB, RFF-SGD ran ~3x slower here) and below
-    the window and chunk buffers. Process-wide, so opt-in; returns False where it is unavailable
+    2000 x 256 float32 feature matrix is 2 MB; at 1 MB, one noisy run of RFF-SGD was ~3x
+    slower) and below the window and chunk buffers. Even so it cost throughput in the
+    benchmark (``benchmarks/harness.py``, memory section). Process-wide, so opt-in; returns False where it is unavailable
     (not glibc).
     """
     import ctypes
