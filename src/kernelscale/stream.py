@@ -17,6 +17,7 @@ from types import ModuleType
 
 import numpy as np
 
+from .backend import asarray, to_numpy
 from .rng import block_generator
 
 _WINDOW_ORDER_STREAM = 2
@@ -168,6 +169,30 @@ class BatchStream:
     def close(self):
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def take_rows(X, idx: np.ndarray):
+    """Rows ``idx`` (sorted ints) of numpy, cupy, zarr, dask or h5py arrays; numpy or cupy out."""
+    idx = np.asarray(idx, dtype=np.int64)
+    mod = type(X).__module__.split(".")[0]
+    if mod == "cupy":
+        import cupy
+
+        return X[cupy.asarray(idx)]
+    if isinstance(X, np.ndarray):
+        return X[idx]
+    if hasattr(X, "oindex"):  # zarr: orthogonal selection reads only the touched chunks
+        return np.asarray(X.oindex[idx])
+    block = X[idx]
+    if hasattr(block, "compute"):
+        block = block.compute()
+    return np.asarray(block)
+
+
+def predict_rows(X, fn, xp: ModuleType, dtype, chunk_rows: int = 4096) -> np.ndarray:
+    """Apply ``fn`` (device rows -> device outputs) over row chunks of X; numpy float64 out."""
+    parts = [to_numpy(fn(asarray(block, xp, dtype))) for _, block in iter_row_chunks(X, chunk_rows)]
+    return np.concatenate(parts).astype(np.float64, copy=False)
 
 
 def iter_row_chunks(X, chunk_rows: int):

@@ -16,13 +16,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, Regressor
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..backend import namespace, resolve_device, to_numpy
+from ..backend import namespace, resolve_device
 from ..budget import budget_window
 from ..kernels import FourierBlocks, make_kernel, resolve_bandwidth
 from ..losses import make_loss, sigmoid, softmax
 from ..rng import seed_from
 from ..solvers.dsg import DSGConfig, DSGModel, DSGSolver
-from ..stream import BatchStream, iter_row_chunks
+from ..stream import BatchStream, predict_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
 
 _PREDICT_CHUNK = 8192
@@ -157,11 +157,8 @@ class _DSGBase(BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self, "model_")
         X = check_X(self, X, reset=False)
-        xp = self._xp()
-        dtype = self.model_.blocks.dtype
-        parts = [to_numpy(self.model_.decision(xp.asarray(block, dtype=dtype)))
-                 for _, block in iter_row_chunks(X, _PREDICT_CHUNK)]
-        return np.concatenate(parts).astype(np.float64, copy=False)
+        return predict_rows(X, self.model_.decision, self._xp(), self.model_.blocks.dtype,
+                            _PREDICT_CHUNK)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

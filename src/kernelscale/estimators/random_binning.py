@@ -40,35 +40,16 @@ from ..losses import sigmoid
 from ..rng import seed_from
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
-from ._base import LabelCoder, check_X, check_X_y, is_lazy
+from ._base import LabelCoder, check_X, check_X_y
 
 SOLVERS = ("cg", "cd")
 
 
 def _reject_sparse(X):
-    # _base.is_lazy treats scipy sparse matrices as row arrays; RB needs dense rows to bin
+    # RB bins dense rows; say so plainly instead of scikit-learn's generic sparse-input error
     if sp.issparse(X):
         raise TypeError("sparse input is not supported by random binning; pass a dense array")
     return X
-
-
-class _RowSample:
-    """Row-sample view for ``median_bandwidth`` on lazy arrays.
-
-    ``median_bandwidth`` reads its sample with ``X.vindex[idx]``, which zarr 3 rejects for a 1-D
-    index into a 2-D array; this view reads the same rows with orthogonal indexing instead (so a zarr
-    array and the same numpy array get the same bandwidth).
-    """
-
-    def __init__(self, X):
-        self.X = X
-        self.shape = X.shape
-
-    def __getitem__(self, idx):
-        if hasattr(self.X, "oindex"):
-            return np.asarray(self.X.oindex[idx, :])
-        block = self.X[idx]
-        return np.asarray(block.compute() if hasattr(block, "compute") else block)
 
 
 def _check_number(name, value, *, low, strict=True, integer=False):
@@ -136,8 +117,7 @@ class _RBBase(BaseEstimator):
         if isinstance(self.bandwidth, str) and X.shape[0] < 2:
             raise ValueError("bandwidth='median' needs at least 2 samples, got n_samples = 1")
         metric = make_kernel(check_rb_kernel(self.kernel), 1.0).metric
-        sample_view = _RowSample(X) if is_lazy(X) else X
-        sigma = resolve_bandwidth(self.bandwidth, sample_view, metric, seed=seed % (2**32))
+        sigma = resolve_bandwidth(self.bandwidth, X, metric, seed=seed % (2**32))
         self.seed_ = seed
         self.bandwidth_ = sigma
         self.features_ = RandomBinning(self.kernel, sigma, self.n_grids, seed)

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.spatial.distance import pdist
 
 from ..backend import to_numpy
+from ..stream import take_rows
 
 
 def median_bandwidth(X, metric: str = "euclidean", n_sample: int = 1000, seed: int = 0,
@@ -22,10 +23,7 @@ def median_bandwidth(X, metric: str = "euclidean", n_sample: int = 1000, seed: i
         raise ValueError(f"median bandwidth needs at least 2 samples, got {n} sample(s)")
     rng = np.random.default_rng(seed)
     idx = np.sort(rng.choice(n, size=min(n, n_sample), replace=False))
-    # zarr arrays take integer-array row selections through .oindex; dask and numpy index directly
-    rows = X.oindex[idx] if hasattr(X, "oindex") else X[idx]
-    sample = to_numpy(rows.compute() if hasattr(rows, "compute") else rows)
-    sample = np.asarray(sample, dtype=np.float64)
+    sample = np.asarray(to_numpy(take_rows(X, idx)), dtype=np.float64)
     dists = pdist(sample, metric=metric)
     dists = dists[dists > 0]
     if dists.size == 0:

@@ -10,7 +10,7 @@ from types import ModuleType
 import numpy as np
 
 from ..backend import asarray, synchronize, to_numpy
-from ..stream import check_finite_rows, iter_row_chunks
+from ..stream import check_finite_rows, iter_row_chunks, predict_rows, take_rows  # noqa: F401 (re-exported)
 
 # Bytes allowed for one kernel block K(A, centres): bounds memory independently of n.
 KERNEL_BLOCK_BYTES = 128 * 2**20
@@ -54,24 +54,6 @@ class DeviceState:
         self.xp = np
 
 
-def take_rows(X, idx: np.ndarray):
-    """Rows ``idx`` (sorted ints) of numpy, cupy, zarr, dask or h5py arrays; numpy or cupy out."""
-    idx = np.asarray(idx, dtype=np.int64)
-    mod = type(X).__module__.split(".")[0]
-    if mod == "cupy":
-        import cupy
-
-        return X[cupy.asarray(idx)]
-    if isinstance(X, np.ndarray):
-        return X[idx]
-    if hasattr(X, "oindex"):  # zarr: orthogonal selection reads only the touched chunks
-        return np.asarray(X.oindex[idx])
-    block = X[idx]
-    if hasattr(block, "compute"):
-        block = block.compute()
-    return np.asarray(block)
-
-
 def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
     """The whole of X on namespace ``xp``, read in row chunks; on-disk rows are checked for NaN/inf
     here (in-memory arrays were checked by the estimator's validation)."""
@@ -95,12 +77,6 @@ def kernel_apply(kernel, A, centers, coef, xp: ModuleType):
     if out is None:
         out = xp.zeros((A.shape[0], coef.shape[1]), dtype=A.dtype)
     return out
-
-
-def predict_rows(X, fn, xp: ModuleType, dtype, chunk_rows: int = 4096) -> np.ndarray:
-    """Apply ``fn`` (device rows -> device outputs) over row chunks of X; numpy float64 out."""
-    parts = [to_numpy(fn(asarray(block, xp, dtype))) for _, block in iter_row_chunks(X, chunk_rows)]
-    return np.concatenate(parts).astype(np.float64, copy=False)
 
 
 def run_loop(solver, batches, n_iter: int, history: dict, name: str) -> None:
