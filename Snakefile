@@ -27,7 +27,7 @@ if _errors:  # one line per problem, each naming its key
     sys.exit("\n".join(_errors))
 
 TRACKING = pipeline.tracking(config)
-pipeline.job_environment(sys.executable, Path(workflow.basedir) / "src")
+pipeline.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
 
 
 wildcard_constraints:

@@ -1,8 +1,15 @@
-"""dask.distributed option: LocalCluster / remote scheduler clients and chunked evaluation."""
+"""dask.distributed option: LocalCluster / remote scheduler clients, chunked evaluation, and the
+library's chunked work (Nyström, RB features + CG, PCA in prepare, train evaluation) run on a
+2-worker LocalCluster through ``use_client`` giving the results of the in-process loops."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,9 +17,23 @@ import pytest
 pytest.importorskip("distributed")
 zarr = pytest.importorskip("zarr")
 
-from kernelscale.distributed import client_for, predict_chunked, sum_blocks  # noqa: E402
-from kernelscale.estimators.baselines import RFFSGDClassifier  # noqa: E402
+from distributed import get_task_stream  # noqa: E402
+
+from kernelscale.distributed import (  # noqa: E402
+    client_for,
+    current_client,
+    map_blocks_ordered,
+    predict_chunked,
+    sum_blocks,
+    use_client,
+)
+from kernelscale.estimators.baselines import (  # noqa: E402
+    NystromRidgeClassifier,
+    NystromRidgeRegressor,
+    RFFSGDClassifier,
+)
 from kernelscale.estimators.dsg import DSGRegressor  # noqa: E402
+from kernelscale.estimators.random_binning import RBClassifier, RBRegressor  # noqa: E402
 from kernelscale.kernels import make_kernel  # noqa: E402
 
 
@@ -84,3 +105,224 @@ def test_unreachable_scheduler_is_one_line_error_quickly():
     assert "\n" not in str(e.value)
     with pytest.raises(ConnectionError, match="invalid address"):
         client_for("not an address:::", timeout=1)
+
+
+# ----------------------------------------------------------------------------- the library on a client
+def _ran_on_cluster(ts, name: str) -> bool:
+    return any(name in str(t["key"]) for t in ts.data)
+
+
+@pytest.fixture(scope="module")
+def bad_zarr(data, tmp_path_factory):
+    X, _, _ = data
+    Xb = X.copy()
+    Xb[3456, 2] = np.nan
+    Xb[4321, 0] = np.inf  # a later bad row, in another block: the message must name the first
+    path = tmp_path_factory.mktemp("dist_bad") / "X.zarr"
+    Z = zarr.open_array(path, mode="w", shape=X.shape, chunks=(700, 6), dtype="f8")
+    Z[:] = Xb
+    return Z
+
+
+def test_use_client_nests_and_is_off_inside_tasks(client):
+    assert current_client() is None
+    with use_client(client):
+        assert current_client() is client
+        with use_client(None):
+            assert current_client() is None
+        assert current_client() is client
+        # a task asking for the client gets None: it must not wait on its own cluster
+        assert client.submit(current_client, pure=False).result() is None
+    assert current_client() is None
+
+
+def test_map_blocks_ordered_reports_first_bad_block_in_row_order(client):
+    def fn(b, lo):
+        if lo >= 1000:
+            raise ValueError(f"block at {lo}")
+        return lo
+
+    X = np.zeros((3000, 2))
+    assert map_blocks_ordered(lambda b, lo: lo, X, client=client, chunk_rows=700,
+                              row_offset=True) == [0, 700, 1400, 2100, 2800]
+    with pytest.raises(ValueError, match="block at 1400"):
+        map_blocks_ordered(fn, X, client=client, chunk_rows=700, row_offset=True)
+
+
+def test_nystrom_on_cluster_equals_local(client, data):
+    # float64 normal equations: the same per-block products added in the same (row) order as
+    # the local loop, so the fit is bit-identical (array_equal, not allclose)
+    X, y, Z = data
+    kw = dict(n_components=150, chunk_rows=1000, bandwidth=2.0, random_state=0)
+    local = NystromRidgeRegressor(**kw).fit(Z, y)
+    with use_client(client), get_task_stream(client) as ts:
+        remote = NystromRidgeRegressor(**kw).fit(Z, y)
+    assert _ran_on_cluster(ts, "_NormalBlock")
+    assert np.array_equal(local.predict(X), remote.predict(X))
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    local = NystromRidgeClassifier(**kw).fit(X, labels)
+    with use_client(client):
+        remote = NystromRidgeClassifier(**kw).fit(X, labels)
+    assert np.array_equal(local.decision_function(X), remote.decision_function(X))
+
+
+def test_nystrom_and_rb_name_the_first_bad_row_on_cluster(client, data, bad_zarr):
+    _, y, _ = data
+    for est in (NystromRidgeRegressor(n_components=50, chunk_rows=1000, bandwidth=2.0,
+                                      random_state=0),
+                RBRegressor(n_grids=8, chunk_rows=1000, bandwidth=2.0, random_state=0)):
+        with use_client(client), pytest.raises(ValueError) as e:
+            est.fit(bad_zarr, y)
+        assert str(e.value) == "X contains NaN or infinity (first at row 3456)"
+
+
+def test_rb_cg_on_cluster_matches_local(client, data):
+    X, y, Z = data
+    X, y = X[:2000], y[:2000]
+    # features: hashes computed on the workers, same blocks -> identical vocabulary and Z
+    kw = dict(n_grids=16, chunk_rows=500, bandwidth=2.0, reg=1.0, tol=1e-12, max_iter=500,
+              random_state=0)
+    local = RBRegressor(**kw).fit(X, y)
+    with use_client(client), get_task_stream(client) as ts:
+        remote = RBRegressor(**kw).fit(X, y)
+        remote_pred = remote.predict(X)
+    assert _ran_on_cluster(ts, "_block_hashes") and _ran_on_cluster(ts, "_normal_block")
+    assert np.array_equal(local.features_.keys_, remote.features_.keys_)
+    assert (local.features_.transform(X) != remote.features_.transform(X)).nnz == 0
+    # CG: Z^T (Z P) is a sum over the workers' row blocks, associated differently from the one
+    # sparse product, so iterates differ by rounding; run to tol 1e-12, the solutions agree to
+    # ~1e-11 relative (1e-10 would fail at a loose CG tolerance, where the two runs may stop an
+    # iteration apart: agreement is then only ~tol)
+    assert max(local.history_["residual"][-1], remote.history_["residual"][-1]) <= 1e-12
+    np.testing.assert_allclose(remote_pred, local.predict(X), rtol=1e-10, atol=1e-10)
+    labels = (y > np.median(y)).astype(int)
+    local = RBClassifier(**kw).fit(X, labels)
+    with use_client(client):
+        remote = RBClassifier(**kw).fit(X, labels)
+    np.testing.assert_allclose(remote.decision_function(X), local.decision_function(X),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_pca_preparation_on_cluster_is_identical(client, tmp_path):
+    from kernelscale.data import prepare_dataset
+
+    spec = {"task": "binary", "chunk_rows": 700, "split": {"test_size": 0.25, "seed": 1},
+            "generator": {"name": "classification", "n_samples": 4000, "n_features": 8,
+                          "n_informative": 5, "seed": 2},
+            "preprocess": {"standardize": True, "pca": {"n_components": 4}}}
+    local = prepare_dataset("p", spec, tmp_path / "local")
+    with use_client(client), get_task_stream(client) as ts:
+        remote = prepare_dataset("p", spec, tmp_path / "remote")
+    assert _ran_on_cluster(ts, "block_moments")
+    # blocks' moments merged in row order at the widths the local pass uses: same bits, so the
+    # PCA axes and every written array (sha256) are identical
+    assert remote["pca"] == local["pca"] and remote["sha256"] == local["sha256"]
+
+
+def test_train_run_evaluation_on_cluster_is_identical(client, tmp_path):
+    from kernelscale.data import prepare_dataset
+    from kernelscale.train_run import train
+
+    spec = {"task": "regression", "chunk_rows": 600, "split": {"test_size": 0.3, "seed": 1},
+            "generator": {"name": "regression", "n_samples": 3000, "n_features": 5, "seed": 0},
+            "preprocess": {"standardize": True}}
+    prepare_dataset("r", spec, tmp_path / "data")
+    algo = {"estimator": "nystrom", "params": {"n_components": 100, "chunk_rows": 500},
+            "device": "cpu"}
+    local = train(tmp_path / "data", tmp_path / "local", "nystrom", algo, 0)
+    with use_client(client), get_task_stream(client) as ts:
+        remote = train(tmp_path / "data", tmp_path / "remote", "nystrom", algo, 0)
+    assert _ran_on_cluster(ts, "lambda")  # predict_chunked's map_blocks task
+    keys = [k for k in local if k.startswith("test_")]
+    assert keys and {k: remote[k] for k in keys} == {k: local[k] for k in keys}
+
+
+def test_process_workers_pickle_the_chunk_functions(data):
+    # worker processes: the block functions, kernel and zarr array travel by pickle; BLAS in a
+    # worker may use another thread count than here, so compare with allclose
+    X, y, Z = data
+    kw = dict(n_components=100, chunk_rows=1000, bandwidth=2.0, random_state=0)
+    local = NystromRidgeRegressor(**kw).fit(Z, y)
+    c = client_for(None, n_workers=2, processes=True)
+    try:
+        with use_client(c):
+            remote = NystromRidgeRegressor(**kw).fit(Z, y)
+            pred = predict_chunked(remote, Z, c)
+            rb = RBRegressor(n_grids=8, chunk_rows=1000, bandwidth=2.0, reg=1.0, tol=1e-12,
+                             random_state=0).fit(Z, y)
+    finally:
+        c.close()
+        c.cluster.close()
+    np.testing.assert_allclose(pred, local.predict(X), rtol=1e-10, atol=1e-12)
+    rb_local = RBRegressor(**rb.get_params()).fit(Z, y)
+    np.testing.assert_allclose(rb.predict(X), rb_local.predict(X), rtol=1e-10, atol=1e-10)
+
+
+def test_cli_unreachable_scheduler_is_one_line_error(tmp_path, capsys):
+    from kernelscale.cli import main
+
+    spec = {"task": "regression", "generator": {"name": "regression", "n_samples": 100,
+                                                "n_features": 3, "seed": 0}}
+    with pytest.raises(SystemExit) as e:
+        main(["prepare", "--dataset", "r", "--spec-json", json.dumps(spec), "--out",
+              str(tmp_path / "data"), "--dask-scheduler", "tcp://127.0.0.1:1"])
+    assert e.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("kernelscale prepare: error: cannot reach dask scheduler "
+                          "'tcp://127.0.0.1:1'")
+    assert not (tmp_path / "data").exists()
+    from kernelscale.data import prepare_dataset
+
+    prepare_dataset("r", spec, tmp_path / "data")
+    algo = json.dumps({"estimator": "nystrom", "params": {"n_components": 10}, "device": "cpu"})
+    run = subprocess.run([sys.executable, "-m", "kernelscale.cli", "train", "--data",
+                          str(tmp_path / "data"), "--out", str(tmp_path / "run"), "--algorithm",
+                          "nystrom", "--spec", algo, "--dask-scheduler", "tcp://127.0.0.1:1"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "kernelscale train: error: ConnectionError: cannot reach dask scheduler "
+        "'tcp://127.0.0.1:1'"), run.stderr
+    assert not (tmp_path / "run" / "final.json").exists()
+
+
+def test_config_dask_section_to_job_environment(tmp_path, monkeypatch):
+    import yaml
+
+    from kernelscale.cli import build_parser, main
+    from kernelscale.distributed import SCHEDULER_ENV, WORKERS_ENV, environment
+    from kernelscale.pipeline import job_environment
+
+    unset = {SCHEDULER_ENV: None, WORKERS_ENV: None}
+    assert environment(None) == environment({"scheduler": None, "n_workers": 2}) == unset
+    assert environment({"scheduler": "local", "n_workers": 3}) == {SCHEDULER_ENV: "local",
+                                                                   WORKERS_ENV: "3"}
+    assert environment({"scheduler": "tcp://h:8786"}) == {SCHEDULER_ENV: "tcp://h:8786",
+                                                          WORKERS_ENV: None}
+    # the Snakefile's job_environment exports it; the CLI takes it as its --dask-* defaults
+    for key in unset:
+        monkeypatch.delenv(key, raising=False)
+    for key in ("PATH", "PYTHONPATH"):  # job_environment edits them too: restore after the test
+        monkeypatch.setenv(key, os.environ.get(key, ""))
+    job_environment(sys.executable, tmp_path, {"scheduler": "local", "n_workers": 3})
+    a = build_parser().parse_args(["train", "--data", "d", "--out", "o", "--algorithm", "x",
+                                   "--spec", "{}"])
+    assert (a.dask_scheduler, a.dask_workers) == ("local", 3)
+    job_environment(sys.executable, tmp_path, {"scheduler": None})
+    a = build_parser().parse_args(["train", "--data", "d", "--out", "o", "--algorithm", "x",
+                                   "--spec", "{}"])
+    assert (a.dask_scheduler, a.dask_workers) == (None, None)
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config.yaml").read_text())
+    schema = str(repo / "workflow/schemas/config.schema.yaml")
+    for setting, ok in (({"scheduler": "local", "n_workers": 2}, True),
+                        ({"scheduler": "tcp://10.0.0.1:8786"}, True),
+                        ({"scheduler": "nowhere"}, False), ({"n_workers": 0}, False)):
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump({**config, "dask": setting}))
+        if ok:
+            assert main(["check-config", str(path), "--schema", schema]) == 0
+        else:
+            with pytest.raises(SystemExit, match=r"config.yaml: dask\."):
+                main(["check-config", str(path), "--schema", schema])

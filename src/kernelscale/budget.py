@@ -14,6 +14,16 @@ A solver that reads a row-chunked on-disk array through ``stream.BatchStream`` h
 one-line ``ValueError`` naming the numbers when not even one batch fits. Memory that grows with n
 by design (the targets ``y``, n numbers, which the estimators load) and the model itself are not
 part of the budget: the budget bounds what is read from X.
+
+Two things keep the resident set at that plan rather than a multiple of it (measured with
+``benchmarks/harness.py --sections memory``: 381 MiB of zarr data, 32 MiB budget, y 19 MiB;
+peak RSS over baseline 47-54 MiB instead of 78-100 MiB, at the same throughput):
+
+* the two window buffers are allocated once and reused (``stream.BatchStream``);
+* zarr reads chunks on one I/O thread (``io.open_zarr`` sets ``threading.max_workers=1`` unless
+  the user chose a value): glibc serves each reading thread from its own heap arena and keeps
+  freed chunk buffers there, so with zarr's default pool (one thread per core + 4) the process
+  held a few freed chunks per thread.
 """
 
 from __future__ import annotations
@@ -21,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from .stream import chunk_rows_of
 
 MB = 2**20
 # feature-sized (batch_size x block_size) matrices alive at once during a step: the features,
@@ -60,7 +72,7 @@ def batch_bytes(batch_size: int, n_features: int, block_size: int, model_dtype) 
 
 def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block_size: int,
                 *, model_dtype=None, chunk_rows: int | None = None,
-                n_rows: int | None = None) -> WindowPlan:
+                n_rows: int | None = None, work_bytes: int | None = None) -> WindowPlan:
     """The window (rows read from disk at once) that keeps training within ``budget_mb``.
 
     Parameters
@@ -73,13 +85,16 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
     chunk_rows : on-disk rows per chunk; decoding costs whole chunks, and a window that is a whole
         number of chunks avoids decoding a chunk twice.
     n_rows : rows of X; the window never exceeds it.
+    work_bytes : the batch working set when the solver knows it better than ``batch_bytes``
+        (DSG: its feature matrix is a group of blocks, ``solvers.dsg.GROUP_BYTES``).
     """
     if not (isinstance(budget_mb, (int, float, np.integer, np.floating)) and budget_mb > 0):
         raise ValueError(f"memory_budget={budget_mb!r} must be a positive number of MB")
     model_dtype = dtype if model_dtype is None else model_dtype
     budget = int(budget_mb * MB)
     per_row = row_bytes(n_features, dtype)
-    work = batch_bytes(batch_size, n_features, block_size, model_dtype)
+    work = int(work_bytes) if work_bytes is not None else batch_bytes(
+        batch_size, n_features, block_size, model_dtype)
     chunk = CHUNKS_IN_FLIGHT * int(chunk_rows or 0) * int(n_features) * np.dtype(dtype).itemsize
     free = budget - work - chunk
     rows = free // (2 * per_row)
@@ -98,51 +113,17 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
     return WindowPlan(int(rows), int(rows * per_row), int(work), int(chunk), budget)
 
 
-def chunk_rows_of(X) -> int | None:
-    """Rows per on-disk chunk of a zarr / dask / h5py array (None for in-memory arrays)."""
-    chunks = getattr(X, "chunks", None)
-    if not chunks:
-        return None
-    first = chunks[0]
-    return int(first if isinstance(first, (int, np.integer)) else max(first))
-
-
-def window_rows_for(X, budget_mb, batch_size: int, block_size: int, model_dtype) -> int:
+def window_rows_for(X, budget_mb, batch_size: int, block_size: int, model_dtype,
+                    work_bytes: int | None = None) -> int:
     """``plan_window`` for a concrete array X (its width, dtype, chunking and length)."""
     dtype = getattr(X, "dtype", model_dtype)
     return plan_window(budget_mb, int(X.shape[1]), dtype, int(batch_size), int(block_size),
                        model_dtype=model_dtype, chunk_rows=chunk_rows_of(X),
-                       n_rows=int(X.shape[0])).window_rows
+                       n_rows=int(X.shape[0]), work_bytes=work_bytes).window_rows
 
 
-def return_freed_memory(threshold_mb: float = 4.0) -> bool:
-    """Make glibc give freed buffers of ``threshold_mb`` or more straight back to the OS.
-
-    glibc raises its mmap threshold (up to 32 MB) each time a large buffer is freed, so later
-    window and chunk buffers come from per-thread heap arenas that keep freed memory: resident
-    memory then exceeds the live data by about one window per reading thread. Fixing the
-    threshold keeps the resident set near the planned peak, at the price of a fresh mmap (page
-    faults) per large buffer; the 4 MB default sits above typical per-batch temporaries (a
-    2000 x 256 float32 feature matrix is 2 MB; at 1 MB, one noisy run of RFF-SGD was ~3x
-    slower) and below the window and chunk buffers. Even so it cost throughput in the
-    benchmark (``benchmarks/harness.py``, memory section). Process-wide, so opt-in; returns False where it is unavailable
-    (not glibc).
-    """
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        m_mmap_threshold = -3  # <malloc.h>
-        return bool(libc.mallopt(m_mmap_threshold, int(threshold_mb * MB)))
-    except (OSError, AttributeError):
-        return False
-
-
-def budget_window(est, X, batch_size: int, block_size: int, model_dtype) -> int | None:
+def budget_window(est, X, batch_size: int, block_size: int, model_dtype,
+                  work_bytes: int | None = None) -> int | None:
     """The ``window_rows`` an estimator should stream X with: its own ``window_rows`` when set,
     else the budget's window for on-disk X when ``memory_budget`` is set, else None (the stream's
     default). In-memory X is already resident: re-windowing it would only change the shuffle."""
@@ -152,7 +133,7 @@ def budget_window(est, X, batch_size: int, block_size: int, model_dtype) -> int 
     budget = getattr(est, "memory_budget", None)
     if window_rows is not None or budget is None or is_in_memory(X):
         return window_rows
-    return window_rows_for(X, budget, batch_size, block_size, model_dtype)
+    return window_rows_for(X, budget, batch_size, block_size, model_dtype, work_bytes)
 
 
 def peak_rss_bytes() -> int:

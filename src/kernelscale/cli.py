@@ -30,7 +30,8 @@ def _cmd_train(a) -> None:
 
         threadpool_limits(a.threads)
     train(a.data, a.out, a.algorithm, spec, a.seed, stop_after=a.stop_after,
-          eval_chunk_rows=a.eval_chunk_rows)
+          eval_chunk_rows=a.eval_chunk_rows, dask_scheduler=a.dask_scheduler,
+          dask_workers=a.dask_workers)
 
 
 def _cmd_tracking_init(a) -> None:
@@ -101,6 +102,22 @@ def _cmd_check_config(a) -> None:
     print(f"{a.configfile}: ok", flush=True)
 
 
+def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
+    """--dask-scheduler / --dask-workers (config ``dask:``), shared by train and prepare."""
+    from .distributed import SCHEDULER_ENV, WORKERS_ENV
+
+    workers = os.environ.get(WORKERS_ENV)
+    parser.add_argument("--dask-scheduler", default=os.environ.get(SCHEDULER_ENV) or None,
+                        metavar="ADDRESS|local",
+                        help="run chunked work on a dask cluster: 'local' (a LocalCluster per "
+                             "job) or a scheduler address such as tcp://host:8786 (default: "
+                             f"${SCHEDULER_ENV}, which the pipeline sets from config `dask:`; "
+                             "else none)")
+    parser.add_argument("--dask-workers", type=int, default=int(workers) if workers else None,
+                        metavar="N",
+                        help="LocalCluster workers for --dask-scheduler local (default: CPU count)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kernelscale", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -114,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=0, help="BLAS/OpenMP threads (0: library default)")
     t.add_argument("--eval-chunk-rows", type=int, default=None)
+    add_dask_arguments(t)
     t.add_argument("--stop-after", type=int, default=None,
                    help="stop after this many segments (leaves a checkpoint; for tests)")
     t.set_defaults(func=_cmd_train)

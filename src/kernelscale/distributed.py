@@ -14,11 +14,17 @@ Chunked work that runs on such a client (or, with ``client=None``, on dask's thr
 
 Results do not depend on the scheduler: each block is computed by the same function on the same
 rows, and ``sum_blocks`` adds block results in row order.
+
+Inside a job the library finds its client through ``use_client(client)`` / ``current_client()``
+(like joblib's ``parallel_backend``), so estimators stay picklable and clonable: Nyström's normal
+equations, RB's bin hashes, RB-CG's products, PCA moments in ``prepare`` and test-set evaluation
+run on it. With no client set, every code path is the plain in-process loop.
 """
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -44,8 +50,9 @@ def client_for(address: str | None = None, *, n_workers: int | None = None,
     if address is None:
         if n_workers is None:
             n_workers = int(dask.config.get("kernelscale.n-workers", os.cpu_count() or 1))
+        # dashboard/HTTP port ":0" (any free one): jobs sharing a node each start a cluster
         cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=1,
-                               processes=processes, dashboard_address=None)
+                               processes=processes, dashboard_address=":0")
         # set_as_default=False: work goes to this client only when passed explicitly, and dask's
         # global scheduler is left alone (a failed connect would otherwise leave it pointing at
         # a distributed client that does not exist)
@@ -56,6 +63,77 @@ def client_for(address: str | None = None, *, n_workers: int | None = None,
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise ConnectionError(f"cannot reach dask scheduler {address!r} within {timeout:g} s "
                               f"({reason})") from None
+
+
+_CURRENT = None  # the client chunked work runs on; set by use_client
+
+
+@contextmanager
+def use_client(client):
+    """Run the library's chunked work on ``client`` inside the block (None: in-process loops)."""
+    global _CURRENT
+    previous, _CURRENT = _CURRENT, client
+    try:
+        yield client
+    finally:
+        _CURRENT = previous
+
+
+def current_client():
+    """The client set by ``use_client``, or None; also None inside a task on a worker, where
+    chunked work runs locally (a task that waits on tasks of its own cluster can deadlock it)."""
+    if _CURRENT is None:
+        return None
+    from distributed import get_worker
+
+    try:
+        get_worker()
+    except ValueError:
+        return _CURRENT
+    return None
+
+
+@contextmanager
+def client_from_setting(scheduler: str | None, n_workers: int | None = None):
+    """Client for the config's ``dask.scheduler``: None -> None (no cluster), ``"local"`` -> a
+    LocalCluster of ``n_workers`` single-threaded worker processes, else the scheduler address.
+    Closed on exit."""
+    if scheduler is None:
+        yield None
+        return
+    if scheduler == "local":
+        client = client_for(None, n_workers=n_workers, processes=True)
+    else:
+        client = client_for(scheduler)
+    try:
+        yield client
+    finally:
+        client.close()
+        if scheduler == "local":
+            client.cluster.close()
+
+
+SCHEDULER_ENV, WORKERS_ENV = "KERNELSCALE_DASK_SCHEDULER", "KERNELSCALE_DASK_WORKERS"
+
+
+def environment(setting: dict | None) -> dict[str, str | None]:
+    """Environment for jobs from the config's ``dask`` section (None: unset the variable).
+
+    The pipeline passes the setting to ``kernelscale.cli train/prepare`` through the environment
+    (their ``--dask-*`` defaults) rather than the command line: results do not depend on it, so
+    changing it must not make Snakemake re-run finished jobs, as a changed ``params`` would.
+    """
+    setting = setting or {}
+    scheduler = setting.get("scheduler")
+    workers = setting.get("n_workers")
+    return {SCHEDULER_ENV: None if scheduler is None else str(scheduler),
+            WORKERS_ENV: None if scheduler is None or workers is None else str(int(workers))}
+
+
+def n_threads(client) -> int:
+    """Worker threads of a client's cluster (at least 1)."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    return max(1, sum(int(w.get("nthreads", 1)) for w in workers))
 
 
 def as_dask(X, chunk_rows: int | None = None):
@@ -104,25 +182,47 @@ def predict_chunked(estimator, X, client=None, *, method: str = "predict",
     return np.asarray(_compute(out, client))
 
 
-def sum_blocks(fn, X, y=None, client=None, *, chunk_rows: int | None = None) -> np.ndarray:
-    """sum over row blocks b of ``fn(X_b)`` (or ``fn(X_b, y_b)``), e.g. Z_b^T Z_b or K_b^T y_b.
+def map_blocks_ordered(fn, X, y=None, client=None, *, chunk_rows: int | None = None,
+                       row_offset: bool = False) -> list:
+    """``[fn(X_b[, y_b][, lo=first row of b]) for row blocks b]``, in row order.
 
-    Each block is one task; partial sums come back to the caller and are added in row order,
-    so the result is the same on any scheduler.
+    On ``client`` when given, else dask's threaded scheduler. When blocks fail, the error raised
+    is that of the first failing block in row order (so "first at row N" messages stay true).
     """
     import dask
 
     Xd = as_dask(X, chunk_rows)
     blocks = Xd.to_delayed().ravel()
+    starts = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
+    kw = [{"lo": lo} if row_offset else {} for lo in starts]
     if y is None:
-        parts = [dask.delayed(fn)(b) for b in blocks]
+        parts = [dask.delayed(fn)(b, **k) for b, k in zip(blocks, kw, strict=True)]
     else:
         yd = as_dask(y).rechunk({0: Xd.chunks[0]})
-        parts = [dask.delayed(fn)(b, c) for b, c in zip(blocks, yd.to_delayed().ravel(), strict=True)]
-    if client is not None:
-        results = client.gather(client.compute(parts))
-    else:
-        results = dask.compute(*parts, scheduler="threads")
+        parts = [dask.delayed(fn)(b, c, **k)
+                 for b, c, k in zip(blocks, yd.to_delayed().ravel(), kw, strict=True)]
+    if client is None:
+        return list(dask.compute(*parts, scheduler="threads"))
+    futures = client.compute(parts)
+    try:
+        return client.gather(futures)
+    except Exception:
+        # gather raises the first failure to arrive; report the first in row order instead
+        for f in futures:
+            if f.exception() is not None:
+                f.result()
+        raise
+
+
+def sum_blocks(fn, X, y=None, client=None, *, chunk_rows: int | None = None,
+               row_offset: bool = False) -> np.ndarray:
+    """sum over row blocks b of ``fn(X_b)`` (or ``fn(X_b, y_b)``), e.g. Z_b^T Z_b or K_b^T y_b.
+
+    Each block is one task; partial sums come back to the caller and are added in row order,
+    so the result is the same on any scheduler. ``row_offset``: fn also gets ``lo=`` (b's first
+    row), e.g. for error messages naming a global row.
+    """
+    results = map_blocks_ordered(fn, X, y, client, chunk_rows=chunk_rows, row_offset=row_offset)
     total = np.array(results[0], dtype=np.float64, copy=True)
     for r in results[1:]:
         total += r

@@ -2,11 +2,16 @@
 
 Classification: accuracy and error (1 - accuracy). Regression: RMSE and R². The metrics are
 accumulated chunk by chunk (counts, sums of squares), so memory depends on ``chunk_rows`` only.
+Under ``distributed.use_client`` the predictions are computed on the dask cluster
+(``predict_chunked``, the same chunks) and the metrics accumulated here over the same chunks, so
+the numbers do not change.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .distributed import as_dask, current_client, predict_chunked
 
 CLASSIFICATION_TASKS = ("binary", "multiclass", "classification")
 
@@ -57,11 +62,17 @@ def evaluate(estimator, X, y, task: str, chunk_rows: int | None = None,
     if max_rows:
         n = min(n, int(max_rows))
     step = chunk_rows or default_chunk_rows(X)
+    client = current_client()
+    if client is not None:  # all n predictions come back (n numbers, not the test matrix)
+        preds = predict_chunked(estimator, as_dask(X, step)[:n], client, chunk_rows=step)
     correct = 0
     sse = s = s2 = 0.0
     for lo in range(0, n, step):
         hi = min(n, lo + step)
-        pred = np.asarray(estimator.predict(_rows(X, lo, hi)))
+        if client is not None:
+            pred = preds[lo:hi]
+        else:
+            pred = np.asarray(estimator.predict(_rows(X, lo, hi)))
         if type(pred).__module__.split(".")[0] == "cupy":  # pragma: no cover - GPU only
             pred = pred.get()
         truth = _rows(y, lo, hi)

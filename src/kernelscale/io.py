@@ -12,14 +12,31 @@ import os
 from pathlib import Path
 
 
+def single_io_thread() -> bool:
+    """Have zarr read chunks on one thread, unless the user configured its pool.
+
+    Out-of-core training reads one window at a time in a prefetch thread, so more zarr I/O
+    threads buy little here, while each of them keeps freed chunk buffers in its own malloc
+    arena: with zarr's default pool, peak memory was ~1.7x the budget (``kernelscale.budget``).
+    Process-wide and effective only before zarr's first read (its pool is created then);
+    returns whether the setting is now 1.
+    """
+    import zarr
+
+    if zarr.config.get("threading.max_workers", None) is None:
+        zarr.config.set({"threading.max_workers": 1})
+    return zarr.config.get("threading.max_workers") == 1
+
+
 def open_zarr(path: str | os.PathLike, name: str | None = None):
     """Open the zarr array at ``path`` read-only (``name``: an array inside a group at ``path``).
 
     Raises ``FileNotFoundError`` with one line naming the path when there is nothing there, and
-    when the path holds no array (or the group has no array ``name``).
+    when the path holds no array (or the group has no array ``name``). Calls ``single_io_thread``.
     """
     import zarr
 
+    single_io_thread()
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"zarr array not found: {path} does not exist")

@@ -152,13 +152,22 @@ def final_files(config: dict, dataset: str | None = None) -> list[str]:
             if dataset is None or d == dataset]
 
 
-def job_environment(python: str, src) -> None:
+def job_environment(python: str, src, dask: dict | None = None) -> None:
     """Make the rules' ``python -m kernelscale.cli`` resolve to this interpreter (its bin/ first on
     PATH) and this checkout (``src`` first on PYTHONPATH); jobs, Slurm jobs included (sbatch exports
     the environment), inherit both. Under ``--sdm conda`` the activated environment's python comes
-    first and still finds the package through PYTHONPATH."""
+    first and still finds the package through PYTHONPATH. The config's ``dask`` section travels
+    the same way (``distributed.environment``)."""
     import os
     from pathlib import Path
+
+    from .distributed import environment
+
+    for key, value in environment(dask).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
     bindir = str(Path(python).parent)
     path = os.environ.get("PATH", "")

@@ -6,6 +6,11 @@ batches. Batch ``t`` is therefore a pure function of (seed, t, n, window_rows, b
 cut into warm-started segments sees exactly the batches of one long run, and an on-disk array
 gives the same model as the same array in memory. Only one window (plus the prefetched next one)
 is ever in memory; a background thread reads the next window while the current one is consumed.
+
+On-disk windows are read into two buffers allocated once per stream and reused (zarr decodes
+straight into them): a fresh window-sized array per window would be freed and re-allocated every
+window, and glibc keeps such freed blocks in per-thread arenas, so resident memory would grow to
+several windows per reading thread (measured: 157 MB for a 32 MB budget, ``benchmarks/harness.py``).
 """
 
 from __future__ import annotations
@@ -39,15 +44,55 @@ def read_rows(A, lo: int, hi: int) -> np.ndarray:
     return block if mod == "cupy" else np.asarray(block)
 
 
+def read_rows_into(A, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
+    """Rows lo..hi-1 of an on-disk array written into the preallocated numpy ``out`` (returned).
+
+    zarr (v3) decodes chunks straight into ``out`` and h5py reads into it directly; other arrays
+    (dask, memmap) are copied in pieces of their own chunk size, so no window-sized temporary
+    is ever allocated.
+    """
+    if out.shape[0] != hi - lo:
+        raise ValueError(f"output buffer has {out.shape[0]} rows for rows {lo}..{hi}")
+    if hasattr(A, "get_basic_selection") and out.dtype == A.dtype and out.flags.c_contiguous:
+        try:
+            from zarr.core.buffer.cpu import NDBuffer
+        except ImportError:  # zarr 2: no out= for numpy buffers
+            NDBuffer = None
+        if NDBuffer is not None:
+            A.get_basic_selection(slice(lo, hi), out=NDBuffer.from_numpy_array(out))
+            return out
+    if hasattr(A, "read_direct") and out.dtype == A.dtype:
+        A.read_direct(out, np.s_[lo:hi])
+        return out
+    step = chunk_rows_of(A) or 65536
+    for a in range(lo, hi, step):
+        b = min(hi, a + step)
+        out[a - lo : b - lo] = read_rows(A, a, b)
+    return out
+
+
+def chunk_rows_of(A) -> int | None:
+    """Rows per on-disk chunk of a zarr / dask / h5py array (None for in-memory arrays)."""
+    chunks = getattr(A, "chunks", None)
+    if not chunks:
+        return None
+    first = chunks[0]
+    return int(first if isinstance(first, (int, np.integer)) else max(first))
+
+
+_CHECK_ROWS = 8192  # rows per NaN test: bounds its mask to 8192 x d bytes whatever the window
+
+
 def check_finite_rows(block, lo: int, name: str = "X") -> None:
     """One-line error naming the first bad row when a block holds NaN or infinity."""
     xp = np if isinstance(block, np.ndarray) else __import__("cupy")
-    ok = xp.isfinite(block)
-    if ok.ndim > 1:
-        ok = ok.all(axis=tuple(range(1, ok.ndim)))
-    if not bool(ok.all()):
-        bad = int(xp.argmin(ok)) + lo
-        raise ValueError(f"{name} contains NaN or infinity (first at row {bad})")
+    for a in range(0, max(1, block.shape[0]), _CHECK_ROWS):
+        ok = xp.isfinite(block[a : a + _CHECK_ROWS])
+        if ok.ndim > 1:
+            ok = ok.all(axis=tuple(range(1, ok.ndim)))
+        if not bool(ok.all()):
+            bad = int(xp.argmin(ok)) + lo + a
+            raise ValueError(f"{name} contains NaN or infinity (first at row {bad})")
 
 
 class BatchStream:
@@ -97,6 +142,9 @@ class BatchStream:
         self._pool = ThreadPoolExecutor(1) if prefetch and not is_in_memory(X) else None
         self._pending: dict[tuple[int, int], object] = {}
         self._lock = threading.Lock()
+        # on-disk data: two reusable window buffers (the current window, the prefetched one)
+        self._buffers: list[np.ndarray | None] = [None, None]
+        self._slot_of: dict[tuple[int, int], int] = {}
 
     # -- position bookkeeping -------------------------------------------------------------
     def _window_order(self, epoch: int) -> np.ndarray:
@@ -112,10 +160,21 @@ class BatchStream:
         return epoch, pos, int(order[pos]), r - start, order
 
     # -- window loading -------------------------------------------------------------------
-    def _load(self, epoch: int, w: int):
+    def _buffer(self, slot: int, rows: int) -> np.ndarray | None:
+        """Rows of reusable buffer ``slot`` (allocated on first use); None for in-memory X or
+        arrays whose reads are not plain numpy (cupy, object dtypes)."""
+        if is_in_memory(self.X) or getattr(self.X, "dtype", None) is None:
+            return None
+        if self._buffers[slot] is None:
+            shape = (self.window_rows,) + tuple(self.X.shape[1:])
+            self._buffers[slot] = np.empty(shape, dtype=self.X.dtype)
+        return self._buffers[slot][:rows]
+
+    def _load(self, epoch: int, w: int, slot: int | None = None):
         lo = w * self.window_rows
         hi = min(self.n, lo + self.window_rows)
-        Xw = read_rows(self.X, lo, hi)
+        out = None if slot is None else self._buffer(slot, hi - lo)
+        Xw = read_rows(self.X, lo, hi) if out is None else read_rows_into(self.X, lo, hi, out)
         yw = None if self.y is None else read_rows(self.y, lo, hi)
         if self.check_finite and w not in self._checked:
             check_finite_rows(Xw, lo, "X")
@@ -125,16 +184,28 @@ class BatchStream:
         perm = block_generator(self.seed, epoch * self.n_windows + w, _ROW_ORDER_STREAM).permutation(hi - lo)
         return Xw, yw, perm
 
+    def _free_slot(self, busy) -> int:
+        """A buffer slot not holding any of the windows in ``busy``."""
+        used = {self._slot_of[k] for k in busy if k in self._slot_of}
+        return 1 if 0 in used else 0
+
     def _window(self, epoch: int, w: int):
         key = (epoch, w)
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
             fut = self._pending.pop(key, None)
-        data = fut.result() if fut is not None else self._load(epoch, w)
+            if fut is None:
+                # read here, into the slot an in-flight prefetch is not writing (the current
+                # window's slot: it is being replaced)
+                slot = self._free_slot(self._pending)
+                self._slot_of[key] = slot
+        data = fut.result() if fut is not None else self._load(epoch, w, slot)
         with self._lock:
             # keep only the current window: memory stays at one window + one prefetched
             self._cache = {key: data}
+            self._slot_of = {k: v for k, v in self._slot_of.items()
+                             if k == key or k in self._pending}
         return data
 
     def _prefetch(self, epoch: int, pos: int, order) -> None:
@@ -147,7 +218,12 @@ class BatchStream:
         with self._lock:
             if key in self._pending or key in self._cache:
                 return
-            self._pending = {key: self._pool.submit(self._load, *key)}
+            # the slot the current window does not use; an older prefetch still writing there
+            # runs first (one worker thread), and its result is dropped with it
+            slot = self._free_slot(self._cache)
+            self._slot_of = {k: v for k, v in self._slot_of.items() if k in self._cache}
+            self._slot_of[key] = slot
+            self._pending = {key: self._pool.submit(self._load, *key, slot)}
 
     def batch(self, t: int):
         """(X_batch on xp in dtype, y_batch as numpy or None, (epoch, window, rows)) for step t."""
@@ -181,8 +257,16 @@ def take_rows(X, idx: np.ndarray):
         return X[cupy.asarray(idx)]
     if isinstance(X, np.ndarray):
         return X[idx]
-    if hasattr(X, "oindex"):  # zarr: orthogonal selection reads only the touched chunks
-        return np.asarray(X.oindex[idx])
+    step = chunk_rows_of(X)
+    if step and len(idx) and hasattr(X, "oindex"):
+        # zarr, one chunk at a time: one orthogonal selection would decode every touched chunk
+        # concurrently (a random sample touches them all: the whole array in flight at once)
+        out = np.empty((len(idx),) + tuple(X.shape[1:]), dtype=X.dtype)
+        bounds = np.searchsorted(idx, np.arange(0, int(X.shape[0]) + step, step))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            if b > a:
+                out[a:b] = X.oindex[idx[a:b]]
+        return out
     block = X[idx]
     if hasattr(block, "compute"):
         block = block.compute()

@@ -17,6 +17,10 @@ calls of ``n_iter`` iterations each; the test metric is evaluated (in chunks) af
 and a checkpoint is written. Intermediate evaluations use the first ``step_test_rows`` test rows
 (default 10,000; 0 = all; column ``test_rows``), the last one always the whole test set. Rerunning after a kill loads the checkpoint and continues with the next
 segment. A checkpoint whose run description differs (other params, seed or data) is ignored.
+
+``dask_scheduler`` ("local" or a scheduler address; config ``dask:``) runs the chunked work of the
+fit and the evaluations on a dask cluster (``kernelscale.distributed``). Results do not depend on
+it, so it is not part of the run description.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import time
 from pathlib import Path
 
 from . import __version__
+from .distributed import client_from_setting, use_client
 from .evaluate import evaluate, primary_metric
 
 CHECKPOINT = "checkpoint.pkl"
@@ -170,9 +175,20 @@ def run_key(meta: dict, algorithm: str, spec: dict, seed: int) -> str:
 
 
 def train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, *,
-          stop_after: int | None = None, eval_chunk_rows: int | None = None) -> dict | None:
+          stop_after: int | None = None, eval_chunk_rows: int | None = None,
+          dask_scheduler: str | None = None, dask_workers: int | None = None) -> dict | None:
     """Run (or resume) one training run; returns final.json's content, or None when stopped early
-    by ``stop_after`` (number of segments to do in this call; for tests and debugging)."""
+    by ``stop_after`` (number of segments to do in this call; for tests and debugging).
+    ``dask_scheduler``/``dask_workers``: see ``distributed.client_from_setting``; None keeps the
+    caller's ``use_client`` setting."""
+    if dask_scheduler is not None:
+        with client_from_setting(dask_scheduler, dask_workers) as client, use_client(client):
+            return _train(data_dir, out_dir, algorithm, spec, seed, stop_after, eval_chunk_rows)
+    return _train(data_dir, out_dir, algorithm, spec, seed, stop_after, eval_chunk_rows)
+
+
+def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after: int | None,
+           eval_chunk_rows: int | None) -> dict | None:
     data_dir, out = Path(data_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     meta, arrays = open_prepared(data_dir)

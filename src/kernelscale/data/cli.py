@@ -50,6 +50,9 @@ def register(subparsers) -> None:
     _add_spec_arguments(prepare)
     prepare.add_argument("--out", required=True, help="output folder, e.g. results/data/NAME")
     prepare.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    from ..cli import add_dask_arguments
+
+    add_dask_arguments(prepare)
     prepare.set_defaults(func=run_prepare)
 
 
@@ -130,8 +133,12 @@ def run_prepare(args) -> int:
     """Prepare the dataset into ``--out``."""
     from .prepare import prepare_dataset
 
-    meta = prepare_dataset(args.dataset, _spec(args), args.out, cache_dir=args.cache_dir,
-                           threads=args.threads)
+    try:
+        meta = prepare_dataset(args.dataset, _spec(args), args.out, cache_dir=args.cache_dir,
+                               threads=args.threads, dask_scheduler=args.dask_scheduler,
+                               dask_workers=args.dask_workers)
+    except ConnectionError as exc:  # unreachable --dask-scheduler: one line, like a DataError
+        raise DataError(str(exc)) from None
     print(f"{args.out}: {meta['n_train']} train + {meta['n_test']} test rows, d={meta['d']}")
     return 0
 

@@ -4,7 +4,9 @@ Two streaming passes over the source, so memory depends on the block size, never
 
 1. *scan*: check every row (finite features, labels that fit the task), count train/test rows,
    find the feature count, collect the classes, and accumulate mean/variance (and the scatter
-   matrix for PCA) over the training rows with Chan's merge;
+   matrix for PCA) over the training rows with Chan's merge; under ``distributed.use_client``
+   the blocks' PCA moments are computed on the dask cluster and merged here in row order (the
+   same numbers as without it);
 2. *write*: read the source again, map labels to class indices, standardize and project each
    block, split it, and append the rows to ``X_train``/``X_test`` ...
 
@@ -18,18 +20,20 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .. import __version__
+from ..distributed import client_from_setting, current_client, n_threads, use_client
 from .errors import DataError
 from .labels import LabelCheck, check_finite
 from .progress import progress
 from .sources import Source, open_source
 from .split import test_mask
-from .stats import RunningMoments, pca_from_moments, standardizer
+from .stats import RunningMoments, block_moments, pca_from_moments, standardizer
 from .store import META_FILE, ZARR_DIR, ChunkedWriter, publish, staging_dir, write_json_atomic
 
 log = logging.getLogger("kernelscale.data")
@@ -75,19 +79,25 @@ class Transform:
 
 
 def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
-                    cache_dir: str | Path | None = None, threads: int = 1) -> dict:
+                    cache_dir: str | Path | None = None, threads: int = 1,
+                    dask_scheduler: str | None = None, dask_workers: int | None = None) -> dict:
     """Prepare ``datasets.<name>`` into ``out_dir`` (data.zarr + meta.json); return the meta.
 
     ``cache_dir`` is where url sources are (or get) downloaded; see :mod:`.download`.
     ``threads`` caps the BLAS threads: the per-block products are tall and skinny, where a
     multi-threaded BLAS on a busy node is many times slower than one thread (measured 30x on
     8192 x 20 blocks with two cores shared).
+    ``dask_scheduler``: "local" or a scheduler address to compute PCA moments on (see
+    ``distributed.client_from_setting``); None keeps the caller's ``use_client`` setting.
     Raises :class:`DataError` with a one-line message on bad config or bad data.
     """
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=max(1, int(threads)), user_api="blas"):
-        return _prepare(name, spec, out_dir, cache_dir)
+        if dask_scheduler is None:
+            return _prepare(name, spec, out_dir, cache_dir)
+        with client_from_setting(dask_scheduler, dask_workers) as client, use_client(client):
+            return _prepare(name, spec, out_dir, cache_dir)
 
 
 def _prepare(name: str, spec: dict, out_dir: str | Path, cache_dir: str | Path | None) -> dict:
@@ -141,6 +151,7 @@ def scan_source(name: str, spec: dict, source: Source) -> Scan:
     n_train = n_test = 0
     width: int | None = None
     block_rows = _block_rows(spec, _known_width(spec))
+    add_moments = _MomentsOnCluster(moments) if moments is not None else None
 
     def check_width(block) -> None:
         nonlocal width
@@ -162,7 +173,7 @@ def scan_source(name: str, spec: dict, source: Source) -> Scan:
                 n_test += int(is_test.sum())
             n_train += len(train_X)
             if moments is not None:
-                moments.update(train_X)
+                add_moments(train_X)
             bar.update(len(block))
         if source.test is not None:
             for block in source.test(block_rows, None):
@@ -175,8 +186,39 @@ def scan_source(name: str, spec: dict, source: Source) -> Scan:
         raise DataError(f"datasets.{name}: no training rows (the split put every row in the "
                         "test set)")
     if moments is not None:
+        add_moments.finish()
         moments.widen(width)
     return Scan(n_train, n_test, width, labels.classes(), moments)
+
+
+class _MomentsOnCluster:
+    """``moments.update`` for each block, with the PCA scatter products (O(rows d^2)) computed on
+    the current dask client when there is one: blocks go out as they are read (a few in flight,
+    so memory stays bounded) and are merged in row order at the width ``update`` would use, so
+    the moments are the same as the local ones."""
+
+    def __init__(self, moments: RunningMoments):
+        self.moments = moments
+        self.client = current_client() if moments.full else None  # mean/variance: cheap here
+        self.pending: deque = deque()
+        self.width = moments.width
+        self.max_pending = 2 * n_threads(self.client) if self.client is not None else 0
+
+    def __call__(self, X: np.ndarray) -> None:
+        if self.client is None:
+            self.moments.update(X)
+            return
+        if X.shape[0] == 0:
+            return
+        self.width = max(self.width, X.shape[1])
+        block = self.client.scatter(X, hash=False)
+        self.pending.append(self.client.submit(block_moments, block, self.width, True, pure=False))
+        while len(self.pending) > self.max_pending:
+            self.moments.merge(self.pending.popleft().result())
+
+    def finish(self) -> None:
+        while self.pending:
+            self.moments.merge(self.pending.popleft().result())
 
 
 def fit_transform(name: str, spec: dict, scan: Scan) -> Transform:

@@ -7,6 +7,10 @@ cancellation of the textbook ``E[x^2] - E[x]^2`` on data with large means.
 Blocks may widen as they come (LIBSVM without ``n_features``: a block is as wide as its
 largest feature index). The rows seen before a new column appeared had zeros there (sparse
 rows omit zeros), so padding the running moments with zeros is exact.
+
+``block_moments`` (the O(rows d^2) part) and ``RunningMoments.merge`` (the cheap, ordered part) are
+separate so that blocks can be reduced on a dask cluster and merged here in row order, with the
+same result as ``update``.
 """
 
 from __future__ import annotations
@@ -40,22 +44,24 @@ class RunningMoments:
 
     def update(self, X: np.ndarray) -> None:
         """Merge the rows of block ``X`` (rows, <= width after widening)."""
-        rows = X.shape[0]
-        if rows == 0:
+        if X.shape[0] == 0:
             return
         self.widen(X.shape[1])
-        X = np.asarray(X, dtype=np.float64)
-        if X.shape[1] < self.width:
-            X = np.pad(X, ((0, 0), (0, self.width - X.shape[1])))
-        block_mean = X.mean(axis=0)
-        centered = X - block_mean
+        self.merge(block_moments(X, self.width, self.full))
+
+    def merge(self, block: tuple) -> None:
+        """Merge ``block_moments`` of a block (computed at this width, e.g. on a dask worker)."""
+        rows, block_mean, block_m2, block_scatter = block
+        if rows == 0:
+            return
+        self.widen(block_mean.shape[0])
         delta = block_mean - self.mean
         total = self.n + rows
         weight = self.n * rows / total
         self.mean += delta * (rows / total)
-        self.m2 += np.einsum("ij,ij->j", centered, centered) + delta**2 * weight
+        self.m2 += block_m2 + delta**2 * weight
         if self.full:
-            self.scatter += centered.T @ centered + np.outer(delta, delta) * weight
+            self.scatter += block_scatter + np.outer(delta, delta) * weight
         self.n = total
 
     def variance(self) -> np.ndarray:
@@ -64,6 +70,19 @@ class RunningMoments:
 
     def covariance(self) -> np.ndarray:
         return self.scatter / max(self.n, 1)
+
+
+def block_moments(X: np.ndarray, width: int, full: bool) -> tuple:
+    """(rows, mean, sum of squared deviations, scatter matrix or None) of block ``X``, padded with
+    zero columns to ``width``: the per-block part of ``RunningMoments.update``."""
+    rows = X.shape[0]
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[1] < width:
+        X = np.pad(X, ((0, 0), (0, width - X.shape[1])))
+    block_mean = X.mean(axis=0)
+    centered = X - block_mean
+    m2 = np.einsum("ij,ij->j", centered, centered)
+    return rows, block_mean, m2, (centered.T @ centered if full else None)
 
 
 def standardizer(moments: RunningMoments) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import validate_data
 
 from ..backend import check_dtype, namespace, resolve_device
-from ..stream import check_finite_rows, is_in_memory, iter_row_chunks
+from ..stream import check_finite_rows, chunk_rows_of, is_in_memory, iter_row_chunks
 
 
 def is_cupy(X) -> bool:
@@ -66,18 +66,32 @@ def check_X_y(est, X, y, *, regression: bool):
     """Validate (X, y) for fit. y is loaded into memory (n numbers), X stays lazy if it is."""
     if is_cupy(X) or is_lazy(X):
         X = check_X(est, X, reset=True)
-        y = np.concatenate([np.asarray(b.get() if is_cupy(b) else b).reshape(len(b), -1)
-                            for _, b in iter_row_chunks(y, 1 << 20)])
-        y = y.ravel() if y.shape[1] == 1 else y
+        y = load_targets(y, np.float64 if regression else None)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
         if regression:
-            y = np.asarray(y, dtype=np.float64)
             check_finite_rows(y, 0, "y")
         return X, y
     X, y = _one_line(validate_data, est, X, y, reset=True, dtype=[np.float64, np.float32],
                      multi_output=regression, y_numeric=regression)
     return X, y
+
+
+def load_targets(y, dtype=None) -> np.ndarray:
+    """y (n numbers, or n x k) in host memory, in ``dtype`` (default its own), read one on-disk
+    chunk at a time into the output: no whole-y temporary besides the result."""
+    if not hasattr(y, "shape") or not hasattr(y, "dtype"):
+        y = np.asarray(y)
+    if is_cupy(y):
+        y = y.get()
+    n = int(y.shape[0])
+    out = np.empty((n,) + tuple(y.shape[1:]), dtype=dtype or np.dtype(y.dtype))
+    step = chunk_rows_of(y) or (1 << 16)
+    for lo, block in iter_row_chunks(y, step):
+        out[lo:lo + block.shape[0]] = np.asarray(block.get() if is_cupy(block) else block)
+    if out.ndim == 2 and out.shape[1] == 1:
+        out = out.ravel()
+    return out
 
 
 def device_and_dtype(device, dtype):

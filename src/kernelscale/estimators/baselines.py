@@ -139,6 +139,7 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
         window_rows = budget_window(self, X, int(self.batch_size), self.n_components, dtype)
         stream = BatchStream(X, Y, batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
                              dtype=dtype, window_rows=window_rows)
+        self.window_rows_ = stream.window_rows  # rows read per window (budget's choice)
 
         def batches(t):
             Xb, Yb = stream.batch(t)

@@ -21,7 +21,7 @@ from ..budget import budget_window
 from ..kernels import FourierBlocks, make_kernel, resolve_bandwidth
 from ..losses import make_loss, sigmoid, softmax
 from ..rng import seed_from
-from ..solvers.dsg import DSGConfig, DSGModel, DSGSolver
+from ..solvers.dsg import GROUP_BYTES, DSGConfig, DSGModel, DSGSolver
 from ..stream import BatchStream, predict_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
 
@@ -136,9 +136,10 @@ class _DSGBase(BaseEstimator):
     def _train(self, X, y_stream, encode, n_iter, stream_seed):
         xp = self._xp()
         window_rows = budget_window(self, X, int(self.batch_size), int(self.block_size),
-                                    self.model_.blocks.dtype)
+                                    self.model_.blocks.dtype, self._work_bytes(X))
         stream = BatchStream(X, y_stream, batch_size=int(self.batch_size), seed=stream_seed, xp=xp,
                              dtype=self.model_.blocks.dtype, window_rows=window_rows)
+        self.window_rows_ = stream.window_rows  # rows read per window (budget's choice)
 
         def batches(t):
             Xb, yb = stream.batch(t)
@@ -150,6 +151,16 @@ class _DSGBase(BaseEstimator):
             stream.close()
         self.n_iter_ = self.solver_.t
         self.n_blocks_ = self.model_.n_blocks
+
+    def _work_bytes(self, X) -> int:
+        """A step's working set (for the memory budget): the batch rows, one group of blocks'
+        features for f(batch) (``solvers.dsg.GROUP_BYTES``) and the new block's features with
+        its gradient product. Independent of the step count: the window it sizes must be the
+        same in every warm-started segment, or the batches would change."""
+        blocks, B = self.model_.blocks, min(int(self.batch_size), int(X.shape[0]))
+        item = blocks.dtype.itemsize
+        group = blocks.group_size(B, GROUP_BYTES) * B * blocks.F * item
+        return B * (int(X.shape[1]) + 2 * blocks.F) * item + group
 
     def _fresh(self) -> bool:
         return not (self.warm_start and hasattr(self, "model_"))

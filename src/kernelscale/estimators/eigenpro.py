@@ -145,6 +145,7 @@ class _EigenProBase(KernelEstimatorBase):
             stream = BatchStream(X, Y, batch_size=solver.batch_size, seed=self.seed_, xp=xp,
                                  dtype=dtype, window_rows=budget_window(self, X, solver.batch_size,
                                                                         self.n_components, dtype))
+            self.window_rows_ = stream.window_rows  # rows read per window (budget's choice)
 
             def batches(t):
                 Xb, Yb = stream.batch(t)

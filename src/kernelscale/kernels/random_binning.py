@@ -23,16 +23,20 @@ Implementation notes (why it looks like this):
   different grids never mix, so every training row has exactly R distinct non-zeros.
 * Binning, hashing and lookup (binary search in the grid's sorted keys) are numba loops over rows:
   a numpy version needs ~7 full passes over an (n, R) array per input dimension.
+* Under ``distributed.use_client`` the row blocks are hashed on the dask cluster and come back in
+  row order (the lookup stays here: it needs the whole vocabulary).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
+from ..distributed import current_client, map_blocks_ordered
 from ..rng import block_generator
 from ..stream import check_finite_rows, iter_row_chunks
 
@@ -162,6 +166,15 @@ class RandomBinning:
         return _hash_bins(X, delta, u, hseed)
 
     def _iter_hashes(self, X, chunk_rows: int, check_finite: bool):
+        client = current_client()
+        if client is not None and type(X).__module__.split(".")[0] != "cupy":
+            # blocks hashed on the dask cluster, returned in row order: the same hashes
+            delta, u, hseed = self.grids(int(X.shape[1]))
+            fn = functools.partial(_block_hashes, delta=delta, u=u, hseed=hseed,
+                                   check_finite=check_finite)
+            yield from map_blocks_ordered(fn, X, client=client, chunk_rows=chunk_rows,
+                                          row_offset=True)
+            return
         for lo, block in iter_row_chunks(X, chunk_rows):
             block = _host(block)
             if check_finite:
@@ -211,6 +224,14 @@ class RandomBinning:
             indices = cols[seen].astype(idx_dtype)
         data = np.full(indices.shape[0], scale)
         return sp.csr_matrix((data, indices, indptr), shape=(n, self.n_features_out_))
+
+
+def _block_hashes(block, lo, delta, u, hseed, check_finite):
+    """Hashes of one row block (a task on a dask worker)."""
+    block = np.asarray(block)
+    if check_finite:
+        check_finite_rows(block, lo, "X")
+    return _hash_bins(np.ascontiguousarray(block, dtype=np.float64), delta, u, hseed)
 
 
 def _host(block) -> np.ndarray:

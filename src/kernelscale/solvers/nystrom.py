@@ -8,7 +8,9 @@ whose inner products reproduce the Nyström kernel K_xZ K_ZZ^+ K_Zx. The ridge p
     min_w ||Phi w - Y||^2 + alpha ||w||^2            (alpha as in scikit-learn's KernelRidge)
 
 is solved through its r x r normal equations, accumulated over row chunks of X, so X is read
-chunk by chunk and never held. With m = n landmarks this is exact kernel ridge regression:
+chunk by chunk and never held. Under ``distributed.use_client`` (numpy backend) the chunks' products
+are computed on the dask cluster and added on the host in row order: the same sums as the local
+loop, bit for bit in float64. With m = n landmarks this is exact kernel ridge regression:
 Phi Phi^T = K, so the fit equals K (K + alpha I)^{-1} Y.
 """
 
@@ -20,6 +22,7 @@ import numpy as np
 import scipy.linalg
 
 from ..backend import to_numpy
+from ..distributed import current_client, sum_blocks
 from ..stream import check_finite_rows, iter_row_chunks
 from ._common import DeviceState, kernel_apply
 
@@ -46,13 +49,19 @@ class NystromRidge(DeviceState):
         """Accumulate Phi^T Phi and Phi^T Y over chunks, solve the ridge system on the host."""
         xp = self.xp
         r = self.rank
-        A = xp.zeros((r, r), dtype=dtype)
-        B = xp.zeros((r, Y.shape[1]), dtype=dtype)
-        for lo, block in iter_row_chunks(X, chunk_rows):
-            check_finite_rows(block, lo, "X")  # on-disk rows are first seen here
-            Phi = self.kernel(xp.asarray(block, dtype=dtype), self.Z) @ self._T
-            A += Phi.T @ Phi
-            B += Phi.T @ xp.asarray(Y[lo:lo + block.shape[0]], dtype=dtype)
+        client = current_client()
+        if client is not None and xp is np:
+            AB = sum_blocks(_NormalBlock(self.kernel, self.Z, self._T, dtype), X, Y, client,
+                            chunk_rows=chunk_rows, row_offset=True)
+            A, B = AB[:, :r], AB[:, r:]
+        else:
+            A = xp.zeros((r, r), dtype=dtype)
+            B = xp.zeros((r, Y.shape[1]), dtype=dtype)
+            for lo, block in iter_row_chunks(X, chunk_rows):
+                check_finite_rows(block, lo, "X")  # on-disk rows are first seen here
+                Phi = self.kernel(xp.asarray(block, dtype=dtype), self.Z) @ self._T
+                A += Phi.T @ Phi
+                B += Phi.T @ xp.asarray(Y[lo:lo + block.shape[0]], dtype=dtype)
         A_h = to_numpy(A).astype(np.float64)
         A_h[np.diag_indices(r)] += alpha
         w = scipy.linalg.solve(A_h, to_numpy(B).astype(np.float64), assume_a="pos")
@@ -63,3 +72,17 @@ class NystromRidge(DeviceState):
 
     def decision(self, A):
         return kernel_apply(self.kernel, A, self.Z, self.coef, self.xp)
+
+
+class _NormalBlock:
+    """[Phi_b^T Phi_b | Phi_b^T Y_b] of one row block, as a picklable task for the dask cluster
+    (the same products as the local loop, so the row-ordered sum is the same)."""
+
+    def __init__(self, kernel, Z, T, dtype):
+        self.kernel, self.Z, self.T, self.dtype = kernel, Z, T, dtype
+
+    def __call__(self, block, Yb, lo):
+        block = np.asarray(block)
+        check_finite_rows(block, lo, "X")
+        Phi = self.kernel(np.asarray(block, dtype=self.dtype), self.Z) @ self.T
+        return np.concatenate([Phi.T @ Phi, Phi.T @ np.asarray(Yb, dtype=self.dtype)], axis=1)
