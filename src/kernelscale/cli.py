@@ -28,7 +28,10 @@ def _cmd_train(a) -> None:
     if a.threads:
         from threadpoolctl import threadpool_limits
 
+        from .parallel import set_threads
+
         threadpool_limits(a.threads)
+        set_threads(a.threads)  # element-wise passes (cos, exp) follow BLAS
     train(a.data, a.out, a.algorithm, spec, a.seed, stop_after=a.stop_after,
           eval_chunk_rows=a.eval_chunk_rows, dask_scheduler=a.dask_scheduler,
           dask_workers=a.dask_workers)

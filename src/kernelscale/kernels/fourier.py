@@ -12,6 +12,7 @@ from types import ModuleType
 
 import numpy as np
 
+from ..parallel import rowwise
 from ..rng import block_generator
 from .shift_invariant import Kernel
 
@@ -23,17 +24,16 @@ def fourier_features(X, W, b, n_per_block: int, scaled: bool = True):
     apply it to a smaller product instead.
     """
     Z = X @ W
-    Z += b
-    xp_cos = type(Z).__module__.split(".")[0]
-    if xp_cos == "cupy":
-        import cupy
+    xp = np if isinstance(Z, np.ndarray) else __import__("cupy")
+    c = math.sqrt(2.0 / n_per_block) if scaled else None
 
-        cupy.cos(Z, out=Z)
-    else:
-        np.cos(Z, out=Z)
-    if scaled:
-        Z *= math.sqrt(2.0 / n_per_block)
-    return Z
+    def finish(T, lo, hi):  # + b, cos, scale: one pass per tile (``parallel.rowwise``)
+        T += b
+        xp.cos(T, out=T)
+        if c is not None:
+            T *= c
+
+    return rowwise(finish, Z)
 
 
 def draw_block(kernel: Kernel, d: int, n_features: int, seed: int, index: int):

@@ -11,16 +11,29 @@ import math
 import numpy as np
 
 from ..backend import array_namespace
+from ..parallel import rowwise
 
 # Row chunk for the broadcasted (n, m, d) distance computations: bounds temporaries to ~64 MB.
 _BROADCAST_BYTES = 64 * 2**20
 
 
-def _sq_euclidean(X, Y, xp):
-    xx = (X * X).sum(axis=1)[:, None]
+def _sq_euclidean(X, Y, xp, then=None):
+    """||x - y||^2 for all pairs (clipped at 0 against cancellation), from one product X Y^T;
+    ``then(D)`` finishes each tile in place (e.g. the exp of the Gaussian kernel), so the whole
+    kernel block is one product plus one threaded pass (``parallel.rowwise``)."""
+    xx = (X * X).sum(axis=1)
     yy = (Y * Y).sum(axis=1)[None, :]
-    d2 = xx + yy - 2.0 * (X @ Y.T)
-    return xp.maximum(d2, 0.0)
+    G = X @ Y.T
+
+    def finish(D, lo, hi):
+        D *= -2.0
+        D += xx[lo:hi, None]
+        D += yy
+        xp.maximum(D, 0.0, out=D)
+        if then is not None:
+            then(D)
+
+    return rowwise(finish, G)
 
 
 def _broadcast_rows(X, Y, xp, fn):
@@ -68,7 +81,13 @@ class Gaussian(Kernel):
     name = "gaussian"
 
     def _matrix(self, X, Y, xp):
-        return xp.exp(_sq_euclidean(X, Y, xp) * (-0.5 / self.bandwidth**2))
+        c = -0.5 / self.bandwidth**2
+
+        def gauss(D):
+            D *= c
+            xp.exp(D, out=D)
+
+        return _sq_euclidean(X, Y, xp, gauss)
 
     def sample_frequencies(self, d, n, rng):
         return rng.standard_normal((d, n)) / self.bandwidth
