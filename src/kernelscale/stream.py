@@ -136,7 +136,10 @@ class BatchStream:
         sizes = [min(self.window_rows, self.n - w * self.window_rows) for w in range(self.n_windows)]
         self._batches_in = [-(-s // self.batch_size) for s in sizes]
         self.batches_per_epoch = sum(self._batches_in)
-        self.check_finite = check_finite
+        # in-memory arrays were validated whole by the estimators' check_X (scikit-learn's
+        # validate_data / check_finite_rows); re-checking them costs O(n) per fit call, which
+        # warm-started segments repeat
+        self.check_finite = check_finite and not is_in_memory(X)
         self._checked: set[int] = set()
         self._cache: dict[tuple[int, int], tuple] = {}
         self._pool = ThreadPoolExecutor(1) if prefetch and not is_in_memory(X) else None
