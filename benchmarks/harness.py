@@ -213,8 +213,9 @@ def time_to_target(s: Settings, log=print) -> list[dict]:
         cls = registry.estimator_class(name, "classification")
         iterative = bool(getattr(cls, "iterative", False))
         accepted = set(cls().get_params())
-        params.update(bandwidth=sigma if name not in ("rb_cg", "rb_cd") else "median",
-                      random_state=s.seed)
+        # the SVC's bandwidth unless the race settings choose one (DSG family: half of it)
+        params.setdefault("bandwidth", sigma if name not in ("rb_cg", "rb_cd") else "median")
+        params["random_state"] = s.seed
         if iterative:
             params["warm_start"] = True
         params = {k: v for k, v in params.items() if k in accepted}
