@@ -28,6 +28,12 @@ run: $(STAMP)
 report: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml --report results/report.html
 
+# Scale benchmark (benchmarks/harness.py) through the pipeline: results/bench/, MLflow.
+.PHONY: bench
+bench: $(STAMP)
+	rm -f results/bench/bench.md
+	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml bench
+
 dryrun: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml -n
 

@@ -41,6 +41,7 @@ include: "workflow/rules/prepare.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/track.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/bench.smk"
 
 
 rule all:

@@ -98,3 +98,29 @@ def test_check_config_cli_reports_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["check-config", str(p), "--schema", str(ROOT / "workflow/schemas/config.schema.yaml")])
     assert str(e.value) == "config.yaml: experiments.0.seeds.0: 'x' is not of type 'integer'"
+
+
+def test_bench_target_passes_the_config_to_the_harness(tmp_path):
+    import subprocess
+    import sys
+
+    assert pipeline.bench_args({}) == ""
+    assert pipeline.bench_args({"bench": {"sections": ["blocks", "memory"], "quick": True,
+                                          "huge": False, "n_train": 20000}}) == \
+        "--sections blocks memory --n-train 20000 --quick"
+    from kernelscale.cli import main
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    bad = tmp_path / "c.yaml"
+    bad.write_text(yaml.safe_dump({**config, "bench": {"sections": ["nope"]}}))
+    with pytest.raises(SystemExit, match=r"bench\.sections"):
+        main(["check-config", str(bad), "--schema",
+              str(ROOT / "workflow/schemas/config.schema.yaml")])
+    override = tmp_path / "bench.yaml"
+    override.write_text("bench: {quick: true, sections: [blocks]}\n")
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "bench", "--cores", "1",
+                        "--forcerun", "bench", "--configfile", "config.yaml", str(override)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cmd = [ln for ln in (r.stdout + r.stderr).splitlines() if "harness.py" in ln]
+    assert cmd and "--sections blocks --quick" in cmd[0] and "--tracking-uri" in cmd[0]

@@ -138,6 +138,20 @@ def train_resources(config: dict, name: str) -> dict:
     return res
 
 
+def bench_args(config: dict) -> str:
+    """Command-line options of ``benchmarks/harness.py`` from the config's ``bench`` section."""
+    bench = config.get("bench") or {}
+    args = []
+    if bench.get("sections"):
+        args += ["--sections", *map(str, bench["sections"])]
+    for key, flag in (("n_train", "--n-train"), ("time_cap_s", "--time-cap"),
+                      ("budget_mb", "--budget-mb")):
+        if bench.get(key) is not None:
+            args += [flag, str(bench[key])]
+    args += [flag for key, flag in (("quick", "--quick"), ("huge", "--huge")) if bench.get(key)]
+    return " ".join(args)
+
+
 def tracking(config: dict) -> dict:
     return {**DEFAULT_TRACKING, **(config.get("tracking") or {})}
 
