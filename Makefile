@@ -32,7 +32,7 @@ report: $(STAMP)
 .PHONY: bench
 bench: $(STAMP)
 	rm -f results/bench/bench.md
-	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml bench
+	$(BIN)/snakemake bench --cores $(CORES) --configfile config.yaml
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml -n
