@@ -152,6 +152,14 @@ def bench_args(config: dict) -> str:
     return " ".join(args)
 
 
+def bench_threads(config: dict) -> int:
+    """Threads of the bench job: ``bench.threads``, else this machine's CPUs (Snakemake caps a
+    local job at ``--cores``; not ``workflow.cores``, which is undefined under a cluster profile)."""
+    import os
+
+    return int((config.get("bench") or {}).get("threads") or os.cpu_count() or 1)
+
+
 def tracking(config: dict) -> dict:
     return {**DEFAULT_TRACKING, **(config.get("tracking") or {})}
 

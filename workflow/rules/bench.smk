@@ -13,7 +13,7 @@ rule bench:
         script=f"{workflow.basedir}/benchmarks/harness.py",
     log:
         "results/logs/bench.log",
-    threads: workflow.cores
+    threads: pipeline.bench_threads(config)
     conda:
         "../../envs/cpu.yaml"
     shell:
