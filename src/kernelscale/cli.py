@@ -37,15 +37,21 @@ def _cmd_train(a) -> None:
           dask_workers=a.dask_workers)
 
 
+def _write_record(path: str, payload: dict) -> None:
+    """A rule's JSON output, written whole or not at all (temporary file + rename)."""
+    from .data.store import write_json_atomic
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(path), payload)
+
+
 def _cmd_tracking_init(a) -> None:
     from .tracking import init_store
 
     exp_id = init_store(a.uri, a.experiment)
     print(f"mlflow store {a.uri}: experiment {a.experiment!r} (id {exp_id})", flush=True)
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps({"uri": a.uri, "experiment": a.experiment,
-                                           "experiment_id": exp_id}, indent=2))
+        _write_record(a.out, {"uri": a.uri, "experiment": a.experiment, "experiment_id": exp_id})
 
 
 def _cmd_track(a) -> None:
@@ -55,9 +61,7 @@ def _cmd_track(a) -> None:
     counts = {k: sum(r["action"] == k for r in records) for k in ("created", "replaced", "unchanged")}
     print(f"mlflow import into {a.uri} ({a.experiment}): {counts}", flush=True)
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps({"uri": a.uri, "experiment": a.experiment,
-                                           "runs": records}, indent=2))
+        _write_record(a.out, {"uri": a.uri, "experiment": a.experiment, "runs": records})
 
 
 def _cmd_tables(a) -> None:

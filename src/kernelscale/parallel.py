@@ -12,6 +12,7 @@ process may run on. cupy arrays are passed through whole (one kernel launch per 
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -27,6 +28,7 @@ _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
 
 
+@functools.cache
 def available_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
