@@ -3,15 +3,17 @@ coding for regressors and classifiers, chunked prediction through a solver's ``d
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 import scipy.sparse
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from ..backend import namespace, resolve_device
 from ..kernels import make_kernel, resolve_bandwidth
+from ..kernels.selection import select
 from ..rng import seed_from
 from ..solvers._common import predict_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
@@ -43,20 +45,54 @@ def reject_sparse(X) -> None:
         raise TypeError("sparse input is not supported: pass a dense array (numpy, cupy, zarr, dask)")
 
 
+def n_features_rule(n: int, value, floor: int = 1000) -> int:
+    """Random features / Nyström centres: ``value``, or for "auto" ceil(sqrt(n) ln n), the count
+    with which random-feature and Nyström ridge regression keep the exact kernel's learning rate
+    (Rudi & Rosasco, NIPS 2017; Rudi, Camoriano & Rosasco, NIPS 2015), at least ``floor``,
+    at most n for Nyström-style centres (``floor`` <= n is not enforced for features)."""
+    if value != "auto":
+        return int(value)
+    return max(int(floor), int(math.ceil(math.sqrt(n) * math.log(max(n, 2)))))
+
+
+def exact_max_n(itemsize: int = 8) -> int:
+    """Largest n whose n x n kernel matrix takes at most 60 % of the memory available now."""
+    import psutil
+
+    return int(math.sqrt(0.6 * psutil.virtual_memory().available / itemsize))
+
+
+def auto_kernel(est, X, Y, want_alpha: bool, kernel_name: str | None = None):
+    """(kernel, alpha or None) for estimator ``est`` (its ``kernel``, ``bandwidth``,
+    ``seed_``): bandwidth "auto" and/or a wanted alpha by ``kernels.selection.select`` on
+    targets ``Y`` (regression values or encoded classes); otherwise the bandwidth as given."""
+    name = kernel_name or est.kernel
+    metric = make_kernel(name, 1.0).metric  # unknown kernel -> one-line error first
+    if isinstance(est.bandwidth, str) and X.shape[0] < 2:
+        raise ValueError(f"bandwidth={est.bandwidth!r} needs at least 2 samples, got "
+                         f"{X.shape[0]} sample")
+    if est.bandwidth == "auto" or want_alpha:
+        if Y is None:
+            raise ValueError("bandwidth='auto' needs the training targets")
+        sigma, alpha = select(X, Y, name, is_classifier(est), seed=est.seed_,
+                              bandwidth=est.bandwidth, alpha=None if want_alpha else 1.0)
+    else:
+        sigma, alpha = resolve_bandwidth(est.bandwidth, X, metric, seed=est.seed_), None
+    return make_kernel(name, sigma), (alpha if want_alpha else None)
+
+
 class KernelEstimatorBase(BaseEstimator):
     """Kernel, bandwidth, seed and device resolution; prediction through ``self.solver_``."""
 
-    def _setup_common(self, X):
-        """Resolve device/dtype, seed, bandwidth (median trick on a seeded sample) and kernel."""
+    def _setup_common(self, X, Y=None, reg="fixed"):
+        """Resolve device/dtype, seed, bandwidth and kernel; with ``reg="auto"`` also the
+        regulariser, returned as alpha = n nu (``kernels.selection``: held-out selection on a
+        slice for ``bandwidth="auto"`` / ``reg="auto"``, the median trick for "median")."""
         self.device_, xp, dtype = device_and_dtype(self.device, self.dtype)
         self.dtype_ = np.dtype(dtype).name
         self.seed_ = seed_from(self.random_state)
-        metric = make_kernel(self.kernel, 1.0).metric  # unknown kernel -> one-line error first
-        if isinstance(self.bandwidth, str) and X.shape[0] < 2:
-            raise ValueError(f"bandwidth={self.bandwidth!r} needs at least 2 samples, got "
-                             f"{X.shape[0]} sample")
-        self.bandwidth_ = resolve_bandwidth(self.bandwidth, X, metric, seed=self.seed_)
-        self.kernel_ = make_kernel(self.kernel, self.bandwidth_)
+        self.kernel_, self.alpha_sel_ = auto_kernel(self, X, Y, reg == "auto")
+        self.bandwidth_ = self.kernel_.bandwidth
         return xp, dtype
 
     def _xp(self):

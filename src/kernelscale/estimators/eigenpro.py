@@ -38,7 +38,9 @@ class _EigenProBase(KernelEstimatorBase):
     ----------
     method : "kernel" (EigenPro in the RKHS over the training points) or "rff" (EigenPro on
         random Fourier features).
-    kernel, bandwidth : kernel name and sigma ("median", "median*<f>" or a number > 0).
+    kernel, bandwidth : kernel name and sigma: "auto" (default; held-out selection on a slice,
+        ``kernels.selection``), "median", "median*<f>" or a number > 0. EigenPro has no explicit
+        regulariser: like the paper (§5), it stops after ``n_epochs`` (early stopping regularises).
     n_eigenvectors : k, top eigendirections flattened by the preconditioner (paper: 160);
         capped so that lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``;
         the value used is ``n_eigenvectors_``); 0 runs the same loop without a preconditioner
@@ -68,7 +70,7 @@ class _EigenProBase(KernelEstimatorBase):
     iterative = True
     _coding = None
 
-    def __init__(self, method="kernel", kernel="gaussian", bandwidth="median", n_eigenvectors=160,
+    def __init__(self, method="kernel", kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
                  subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_epochs=10,
                  n_iter=None, n_components=2000, eig_method="auto", window_rows=None,
                  warm_start=False, random_state=None, device="auto", dtype="float64",
@@ -108,7 +110,7 @@ class _EigenProBase(KernelEstimatorBase):
 
     def _setup(self, X, Y):
         self._check_params()
-        xp, dtype = self._setup_common(X)
+        xp, dtype = self._setup_common(X, Y)
         tau = DEFAULT_TAU[self.method] if self.tau == "auto" else float(self.tau)
         common = dict(n_eigenvectors=int(self.n_eigenvectors), tau=tau,
                       subsample_size=int(self.subsample_size), batch_size=self.batch_size,

@@ -41,6 +41,7 @@ from ..rng import seed_from
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
 from ._base import LabelCoder, check_X, check_X_y
+from ._kernel_common import auto_kernel
 
 SOLVERS = ("cg", "cd")
 
@@ -66,7 +67,7 @@ class _RBBase(BaseEstimator):
 
     iterative = False  # no warm_start segments: the whole solve is one fit
 
-    def __init__(self, kernel="laplacian", bandwidth="median", n_grids=256, reg=0.01, solver="cg",
+    def __init__(self, kernel="laplacian", bandwidth="auto", n_grids=256, reg="auto", solver="cg",
                  loss="square", tol=1e-4, max_iter=1000, precondition=False, n_jobs=1,
                  chunk_rows=DEFAULT_CHUNK_ROWS, device="auto", random_state=None):
         self.kernel = kernel
@@ -97,13 +98,14 @@ class _RBBase(BaseEstimator):
             raise ValueError(f"solver='cg' solves ridge regression (loss='square'), got loss={self.loss!r};"
                              " use solver='cd' for other losses")
         _check_number("n_grids", self.n_grids, low=1, strict=False, integer=True)
-        _check_number("reg", self.reg, low=0, strict=self.solver == "cg")
+        if self.reg != "auto":
+            _check_number("reg", self.reg, low=0, strict=self.solver == "cg")
         _check_number("tol", self.tol, low=0, strict=False)
         _check_number("max_iter", self.max_iter, low=1, strict=False, integer=True)
         if self.n_jobs != -1:
             _check_number("n_jobs", self.n_jobs, low=1, strict=False, integer=True)
         _check_number("chunk_rows", self.chunk_rows, low=1, strict=False, integer=True)
-        if not isinstance(self.bandwidth, str):
+        if not isinstance(self.bandwidth, str) and self.bandwidth != "auto":
             resolve_bandwidth(self.bandwidth, None, "cityblock")  # numeric check only
         device = resolve_device(self.device)
         if self.solver == "cd" and device == "gpu":
@@ -112,12 +114,23 @@ class _RBBase(BaseEstimator):
             device = "cpu"
         return device
 
-    def _fit_features(self, X):
+    def _fit_features(self, X, Y):
+        """Bins of the training rows; sets ``bandwidth_`` and ``reg_``. ``bandwidth="auto"`` /
+        ``reg="auto"``: held-out selection with the exact kernel (``kernels.selection``); the
+        CG ridge (Z^T Z + reg I) is KernelRidge's alpha, taken as selected; CD's L1 weight is
+        per sample (eq. 23): alpha / n."""
         seed = seed_from(self.random_state)
         if isinstance(self.bandwidth, str) and X.shape[0] < 2:
-            raise ValueError("bandwidth='median' needs at least 2 samples, got n_samples = 1")
-        metric = make_kernel(check_rb_kernel(self.kernel), 1.0).metric
-        sigma = resolve_bandwidth(self.bandwidth, X, metric, seed=seed % (2**32))
+            raise ValueError(f"bandwidth={self.bandwidth!r} needs at least 2 samples, got "
+                             "n_samples = 1")
+        self.seed_ = seed % (2**32)
+        kernel, alpha = auto_kernel(self, X, Y, self.reg == "auto",
+                                    kernel_name=check_rb_kernel(self.kernel))
+        sigma = kernel.bandwidth
+        if self.reg == "auto":
+            self.reg_ = alpha if self.solver == "cg" else alpha / int(X.shape[0])
+        else:
+            self.reg_ = float(self.reg)
         self.seed_ = seed
         self.bandwidth_ = sigma
         self.features_ = RandomBinning(self.kernel, sigma, self.n_grids, seed)
@@ -137,12 +150,12 @@ class _RBBase(BaseEstimator):
             else:
                 xp, Zd = np, Z
             Yd = xp.asarray(Y, dtype=np.float64)
-            W, hist, ok = ridge_cg(Zd, Zd.T @ Yd, float(self.reg), tol=float(self.tol),
+            W, hist, ok = ridge_cg(Zd, Zd.T @ Yd, self.reg_, tol=float(self.tol),
                                    max_iter=int(self.max_iter), xp=xp,
                                    jacobi=bool(self.precondition))
             W = W.get() if xp is not np else W
         else:
-            W, hist, ok = l1_cd(Z, Y, float(self.reg), loss=self.loss, tol=float(self.tol),
+            W, hist, ok = l1_cd(Z, Y, self.reg_, loss=self.loss, tol=float(self.tol),
                                 max_iter=int(self.max_iter), n_jobs=int(self.n_jobs), seed=self.seed_)
         if not ok:
             warnings.warn(f"{type(self).__name__} ({self.solver}) did not reach tol={self.tol} in "
@@ -192,7 +205,7 @@ class RBRegressor(RegressorMixin, _RBBase):
         X, y = check_X_y(self, _reject_sparse(X), y, regression=True)
         y = np.asarray(y, dtype=np.float64)
         Y = y[:, None] if y.ndim == 1 else y
-        Z = self._fit_features(X)
+        Z = self._fit_features(X, Y)
         self.intercept_ = Y.mean(axis=0)
         W = self._solve(Z, Y - self.intercept_, device)
         if y.ndim == 1:
@@ -226,7 +239,7 @@ class RBClassifier(ClassifierMixin, _RBBase):
         coder = LabelCoder(y, self.loss)
         self.classes_ = coder.classes_
         Y = coder.encode_index(coder.y_index, np, np.float64)
-        Z = self._fit_features(X)
+        Z = self._fit_features(X, Y)
         W = self._solve(Z, Y, device)
         self.coef_ = W[:, 0] if W.shape[1] == 1 else W
         self.intercept_ = 0.0

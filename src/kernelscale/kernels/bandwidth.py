@@ -36,10 +36,11 @@ def resolve_bandwidth(bandwidth, X, metric: str, seed: int = 0) -> float:
     if isinstance(bandwidth, str):
         head, _, mult = bandwidth.partition("*")
         if head.strip() != "median":
-            raise ValueError(f"bandwidth={bandwidth!r} must be 'median', 'median*<factor>' or a number > 0")
+            raise ValueError(f"bandwidth={bandwidth!r} must be 'auto', 'median', 'median*<factor>' "
+                             "or a number > 0")
         scale = float(mult) if mult else 1.0
         return median_bandwidth(X, metric=metric, seed=seed, scale=scale)
     if not isinstance(bandwidth, numbers.Real) or isinstance(bandwidth, bool) \
             or not math.isfinite(bandwidth) or bandwidth <= 0:
-        raise ValueError(f"bandwidth={bandwidth!r} must be 'median' or a number > 0")
+        raise ValueError(f"bandwidth={bandwidth!r} must be 'auto', 'median' or a number > 0")
     return float(bandwidth)

@@ -31,10 +31,13 @@ eta keeps the DSG error bound when
 a quadratic inequality a eta^2 + b eta + c <= 0 with a = 2||g||^2 + 2 M^2 sigma_k^2 / B,
 b = -4 beta_k.g, c = ||beta_k||^2 - gamma_t^2 ||g||^2. Its largest root is the expected line-search
 step eta_k. With k* = argmax eta_k: if eta_k* < gamma_t (or no root is real) a new block is drawn,
-otherwise block k* is updated with step min(eta_k*, max_step_ratio * gamma_t). The cap defaults to 1:
-with eta0="auto", gamma_t is already the largest stable mini-batch step, and the longer steps the line
-search proposes (2-5 gamma_t on scikit-learn's test data) made the iteration oscillate. Raise it when
-eta0 is set well below the stable step. The cap also keeps the shrink factor 1 - eta nu positive.
+otherwise block k* is updated with step min(eta_k*, cap). The default cap (``max_step_ratio=None``,
+the paper's method) is eta0, the largest stable step (with eta0="auto": EigenPro's mini-batch bound,
+or 1 for preconditioned steps): gamma_t decays below it, the line search may step longer than
+gamma_t but never past what one batch can take without oscillating (uncapped, the 2-5 gamma_t steps
+it proposed on early iterations with gamma_t ~ eta0 oscillated). A number caps the step at
+max_step_ratio * gamma_t instead (1: CDSG only saves blocks). The cap also keeps the shrink factor
+1 - eta nu positive (eta <= 0.5 / nu).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ _UDSG_STREAM = 1  # random stream for UDSG's choice of old blocks
 # the budget planner counts it (``work_bytes``). Product speed was the same within noise from
 # 1 to 64 MB groups on the 2-core development box.
 GROUP_BYTES = 2 * 2**20
+RIDGE_FACTOR = 1.0
 
 
 @dataclass
@@ -73,7 +77,7 @@ class DSGConfig:
     n_new: int = 1  # G of UDSG
     n_reuse: int = 1  # U of UDSG
     precondition: bool = False
-    max_step_ratio: float = 1.0
+    max_step_ratio: float | None = None  # None: capped at the stability limit eta0 only
     grad_bound: float | None = None  # M of CDSG; None: the loss's own bound, else running max
 
     def __post_init__(self):
@@ -235,7 +239,7 @@ class DSGSolver:
         k = int(np.argmax(eta))
         if not eta[k] >= gamma:
             return None, gamma
-        cap = cfg.max_step_ratio * gamma
+        cap = self.eta0 if cfg.max_step_ratio is None else cfg.max_step_ratio * gamma
         if cfg.reg > 0:
             cap = min(cap, 0.5 / cfg.reg)
         return k, float(min(eta[k], cap))
@@ -253,7 +257,7 @@ class DSGSolver:
         self.t += 1
         t = self.t
         if self.eta0 is None:
-            self.eta0 = self._auto_eta0(X)
+            self.eta0 = 1.0 if cfg.precondition else self._auto_eta0(X)
         gamma = cfg.step_size(t, self.eta0)
         u = model.decision(X)
         g = self.loss.deriv(u, Y)
@@ -272,7 +276,7 @@ class DSGSolver:
         if cfg.precondition:
             cov = Z.T @ Z
             cov /= X.shape[0]
-            ridge = cfg.reg + 1e-8 * float(xp.trace(cov)) / cov.shape[0]
+            ridge = cfg.reg + RIDGE_FACTOR * float(xp.trace(cov)) / X.shape[0]
             cov[xp.diag_indices_from(cov)] += ridge
             grad = xp.linalg.solve(cov, grad)
         model.coef[k] -= (step / model.scale) * grad
