@@ -159,8 +159,11 @@ def make_prepared(root: Path, name: str, task: str, n_train=3000, n_test=1000, d
         chunks = (chunk_rows,) + arr.shape[1:]
         a = g.create_array(key, shape=arr.shape, dtype=arr.dtype, chunks=chunks)
         a[...] = arr
+    from kernelscale.data.store import chunk_checksums
+
     meta = {"name": name, "task": task, "n_train": n_train, "n_test": n_test, "d": d,
-            "classes": classes, "chunk_rows": chunk_rows}
+            "classes": classes, "chunk_rows": chunk_rows,
+            "checksums": chunk_checksums(out / "data.zarr")}  # what prepare records
     (out / "meta.json").write_text(json.dumps(meta))
     return out
 

@@ -87,6 +87,9 @@ def semantic_errors(config: dict) -> list[str]:
                 if task and kind not in registry.ALGORITHMS[est]:
                     errors.append(f"config.yaml: experiments.{i}: algorithm {a!r} does not do "
                                   f"{task} (dataset {d!r})")
+    from .checks import config_errors  # parameter values and sizes (n_iter: 0, block_size: 1e8)
+
+    errors += config_errors(config)
     if not runs(config) and not errors:
         errors.append("config.yaml: experiments: no (dataset, algorithm, seed) to run")
     return errors
