@@ -285,7 +285,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     rc = main(["train", "--data", str(data), "--out", str(tmp_path / "r"), "--algorithm", "a",
                "--spec", json.dumps({**SPEC, "estimator": "no-such"})])
     err = capsys.readouterr().err.strip()
-    assert rc == 1 and len(err.splitlines()) == 1 and "unknown algorithm 'no-such'" in err
+    assert rc == 1 and len(err.splitlines()) == 1 and "unknown estimator 'no-such'" in err
 
 
 def test_resume_after_real_kill(tmp_path):
