@@ -36,10 +36,26 @@ def _parse_spec(text: str) -> dict:
     return spec
 
 
+def _check_writable(folder: Path) -> None:
+    """Fail before training, not after the first segment, when the run folder cannot be written
+    (the first write used to be the checkpoint, minutes in)."""
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as e:
+        reason = e.strerror or str(e)
+        raise UserError(f"cannot write the run folder {folder} ({reason}; is the results folder "
+                        "read-only or full?)") from None
+
+
 def _cmd_train(a) -> None:
     from .train_run import train
 
     spec = _parse_spec(a.spec)
+    _check_writable(Path(a.out))
     meta_path = Path(a.data) / "meta.json"
     if meta_path.is_file():  # sizes against the data: n_grids x n_train bins, n x n kernels
         from .checks import spec_errors

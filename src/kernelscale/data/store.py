@@ -181,8 +181,8 @@ def verify_prepared(out_dir: str | os.PathLike, meta: dict, names=None, *,
     """Check the arrays ``names`` (default: all recorded) against ``meta['checksums']``.
 
     Every recorded file must exist with its size (a stat: cheap) and, when ``hashes``, its
-    sha256 (reads the files once: measured ~0.05 s for a 200,000 x 20 float32 dataset, ~1.4 GB/s
-    of stored bytes). A chunk file that is not recorded is an error too (zarr would read it instead
+    sha256 (reads the files once: 22 ms for the default config's 200,000 x 20 float32 dataset,
+    14 MiB stored in 14 files; 1.2 ms without hashes; sha256 runs at ~1.4 GB/s of stored bytes). A chunk file that is not recorded is an error too (zarr would read it instead
     of the fill value). Raises :class:`DataError`, one line naming the array and the file.
     """
     out_dir = Path(out_dir)
