@@ -126,17 +126,22 @@ class _StoreLock:
     nothing for servers, which serialize themselves."""
 
     def __init__(self, uri: str):
-        self.path = None
+        self.uri, self.path = uri, None
         if uri.startswith("sqlite:///"):
             db = Path(uri[len("sqlite:///"):])
-            db.parent.mkdir(parents=True, exist_ok=True)
             self.path = db.with_name(db.name + ".lock")
 
     def __enter__(self):
         if self.path is not None:
             import fcntl
 
-            self.f = open(self.path, "a")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.f = open(self.path, "a")
+            except OSError as e:
+                raise UserError(f"tracking store {self.uri} cannot be written "
+                                f"({e.strerror or e} at {e.filename}); the run folders are kept: "
+                                "import them when it can (`kernelscale track`)") from None
             fcntl.flock(self.f, fcntl.LOCK_EX)
         return self
 
