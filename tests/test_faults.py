@@ -332,4 +332,9 @@ def test_read_only_results_folder_is_one_line(run_dirs, tmp_path, capsys):
                    "--out", str(results / "tracking" / "imported.json"), *map(str, outs[:1])])
         line = _one_line(capsys.readouterr().err)
         assert rc == 1 and "cannot write" in line and str(results / "tracking") in line
+        assert not (tmp_path / "ok.db").exists()  # refused before importing anything
+        rc = main(["tables", "--uri", f"sqlite:///{tmp_path}/ok.db", "--experiment", "x",
+                   "--csv", str(results / "tables" / "s.csv"), "--md", str(results / "s.md")])
+        line = _one_line(capsys.readouterr().err)
+        assert rc == 1 and "cannot write the tables folder" in line
     assert not any(results.iterdir())  # nothing half-written

@@ -36,7 +36,7 @@ def _parse_spec(text: str) -> dict:
     return spec
 
 
-def _check_writable(folder: Path) -> None:
+def _check_writable(folder: Path, what: str = "the run folder") -> None:
     """Fail before training, not after the first segment, when the run folder cannot be written
     (the first write used to be the checkpoint, minutes in)."""
     import tempfile
@@ -47,7 +47,7 @@ def _check_writable(folder: Path) -> None:
             pass
     except OSError as e:
         reason = e.strerror or str(e)
-        raise UserError(f"cannot write the run folder {folder} ({reason}; is the results folder "
+        raise UserError(f"cannot write {what} {folder} ({reason}; is the results folder "
                         "read-only or full?)") from None
 
 
@@ -153,6 +153,9 @@ class _StoreLock:
 def _cmd_tracking_init(a) -> None:
     from .tracking import init_store
 
+    if a.out:
+        _check_writable(Path(a.out).parent, "the record's folder")
+
     try:
         _check_reachable(a.uri)
     except UserError as e:
@@ -173,6 +176,14 @@ def _cmd_tracking_init(a) -> None:
 def _cmd_track(a) -> None:
     from .tracking import import_runs
 
+    if a.out:  # before the import, not after it
+        _check_writable(Path(a.out).parent, "the record's folder")
+    from .tracking import run_records
+
+    for d in a.run_dirs:  # every record readable before the store is touched
+        d = Path(d).parent if Path(d).name == "final.json" else Path(d)
+        if (d / "final.json").is_file():
+            run_records(d)
     _check_reachable(a.uri)
     with _StoreLock(a.uri):
         records = import_runs(a.uri, a.experiment, a.run_dirs)
@@ -186,6 +197,8 @@ def _cmd_tables(a) -> None:
     from .tables import write_tables
     from .tracking import search_runs
 
+    for path in (a.csv, a.md):
+        _check_writable(Path(path).parent, "the tables folder")
     _check_reachable(a.uri)
     runs = search_runs(a.uri, a.experiment) if _experiment_exists(a.uri, a.experiment) else None
     if runs is None or len(runs) == 0:
