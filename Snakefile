@@ -12,7 +12,11 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from kernelscale import pipeline  # noqa: E402
 
 
-configfile: "config.yaml"
+# `--configfile FILE` is the whole configuration; config.yaml is only the default (Snakemake
+# would otherwise deep-merge FILE into config.yaml, keeping entries FILE does not mention).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 report: "workflow/report/workflow.rst"
