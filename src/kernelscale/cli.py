@@ -55,7 +55,6 @@ def _cmd_train(a) -> None:
     from .train_run import train
 
     spec = _parse_spec(a.spec)
-    _check_writable(Path(a.out))
     meta_path = Path(a.data) / "meta.json"
     if meta_path.is_file():  # sizes against the data: n_grids x n_train bins, n x n kernels
         from .checks import spec_errors
@@ -68,6 +67,7 @@ def _cmd_train(a) -> None:
             errors = spec_errors("--spec", spec, meta.get("n_train"), meta.get("d"))
             if errors:
                 raise UserError(errors[0])
+    _check_writable(Path(a.out))
     if a.threads:
         from threadpoolctl import threadpool_limits
 

@@ -78,7 +78,10 @@ def _one_io_thread(X) -> None:
     if not is_in_memory(X):
         from .io import single_io_thread
 
-        single_io_thread()
+        try:
+            single_io_thread()
+        except ImportError:  # no zarr installed: nothing to configure (h5py, memmap)
+            pass
 
 
 def _compute(block):
