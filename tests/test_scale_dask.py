@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kernelscale.budget import MB
-from kernelscale.estimators.dsg import DSGClassifier, DSGRegressor
+from kernelscale.estimators.dsg import DSGRegressor
 from kernelscale.stream import take_rows, unwrap_dask
 
 zarr = pytest.importorskip("zarr")

@@ -34,8 +34,16 @@ from .progress import progress
 from .sources import Source, open_source
 from .split import test_mask
 from .stats import RunningMoments, block_moments, pca_from_moments, standardizer
-from .store import (CHECKSUMS_KEY, META_FILE, ZARR_DIR, ChunkedWriter, chunk_checksums, publish,
-                    staging_dir, write_json_atomic)
+from .store import (
+    CHECKSUMS_KEY,
+    META_FILE,
+    ZARR_DIR,
+    ChunkedWriter,
+    chunk_checksums,
+    publish,
+    staging_dir,
+    write_json_atomic,
+)
 
 log = logging.getLogger("kernelscale.data")
 
