@@ -46,6 +46,16 @@ def schema_error_line(exc: BaseException) -> str:
     return f"config.yaml: {path}: {msg}"
 
 
+def load_yaml_checked(path):
+    """A YAML file's content; ``ValueError`` with ``FILE:LINE:COLUMN: ...`` on a syntax error."""
+    from .cli import UserError, load_yaml
+
+    try:
+        return load_yaml(path)
+    except UserError as e:
+        raise ValueError(str(e)) from None
+
+
 def semantic_errors(config: dict) -> list[str]:
     """Problems a schema cannot see: names that do not resolve, tasks an algorithm cannot do."""
     from . import registry
