@@ -21,21 +21,21 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
+	$(BIN)/snakemake --cores $(CORES)
 
 # Snakemake report (tables, plots, provenance) of the last `make run`.
 .PHONY: report
 report: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml --report results/report.html
+	$(BIN)/snakemake --cores $(CORES) --report results/report.html
 
 # Scale benchmark (benchmarks/harness.py) through the pipeline: results/bench/, MLflow.
 .PHONY: bench
 bench: $(STAMP)
 	rm -f results/bench/bench.md
-	$(BIN)/snakemake bench --cores $(CORES) --configfile config.yaml
+	$(BIN)/snakemake bench --cores $(CORES)
 
 dryrun: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml -n
+	$(BIN)/snakemake --cores $(CORES) -n
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

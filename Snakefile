@@ -12,7 +12,17 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from kernelscale import pipeline  # noqa: E402
 
 
-configfile: "config.yaml"
+# `--configfile FILE` is the whole configuration; config.yaml is only the default (Snakemake
+# would otherwise deep-merge FILE into config.yaml, keeping entries FILE does not mention).
+# Syntax errors are reported as config.yaml:LINE:COLUMN (Snakemake's own message names no line;
+# a file given with --configfile is read by Snakemake before this runs: check-config names it).
+if not workflow.overwrite_configfiles:
+    try:
+        pipeline.load_yaml_checked("config.yaml")
+    except ValueError as e:
+        sys.exit(str(e))
+
+    configfile: "config.yaml"
 
 
 report: "workflow/report/workflow.rst"

@@ -159,8 +159,11 @@ def make_prepared(root: Path, name: str, task: str, n_train=3000, n_test=1000, d
         chunks = (chunk_rows,) + arr.shape[1:]
         a = g.create_array(key, shape=arr.shape, dtype=arr.dtype, chunks=chunks)
         a[...] = arr
+    from kernelscale.data.store import chunk_checksums
+
     meta = {"name": name, "task": task, "n_train": n_train, "n_test": n_test, "d": d,
-            "classes": classes, "chunk_rows": chunk_rows}
+            "classes": classes, "chunk_rows": chunk_rows,
+            "checksums": chunk_checksums(out / "data.zarr")}  # what prepare records
     (out / "meta.json").write_text(json.dumps(meta))
     return out
 
@@ -282,7 +285,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     rc = main(["train", "--data", str(data), "--out", str(tmp_path / "r"), "--algorithm", "a",
                "--spec", json.dumps({**SPEC, "estimator": "no-such"})])
     err = capsys.readouterr().err.strip()
-    assert rc == 1 and len(err.splitlines()) == 1 and "unknown algorithm 'no-such'" in err
+    assert rc == 1 and len(err.splitlines()) == 1 and "unknown estimator 'no-such'" in err
 
 
 def test_resume_after_real_kill(tmp_path):

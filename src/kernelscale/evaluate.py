@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .distributed import as_dask, current_client, predict_chunked
+from .stream import read_rows, unwrap_dask
 
 CLASSIFICATION_TASKS = ("binary", "multiclass", "classification")
 
@@ -32,9 +33,7 @@ def primary_metric(task: str) -> str:
 
 
 def _rows(A, lo: int, hi: int) -> np.ndarray:
-    block = A[lo:hi]
-    if hasattr(block, "compute"):
-        block = block.compute()
+    block = read_rows(A, lo, hi)  # dask: computed in this thread, like training's reads
     if type(block).__module__.split(".")[0] == "cupy":
         block = block.get()
     return np.asarray(block)
@@ -61,8 +60,12 @@ def evaluate(estimator, X, y, task: str, chunk_rows: int | None = None,
         raise ValueError(f"X_test has {n} rows but y_test has {y.shape[0]}")
     if max_rows:
         n = min(n, int(max_rows))
+    if chunk_rows is not None and int(chunk_rows) < 1:
+        raise ValueError(f"evaluation chunk rows must be >= 1, got {chunk_rows}")
     step = chunk_rows or default_chunk_rows(X)
     client = current_client()
+    if client is None:
+        X, y = unwrap_dask(X), unwrap_dask(y)
     if client is not None:  # all n predictions come back (n numbers, not the test matrix)
         preds = predict_chunked(estimator, as_dask(X, step)[:n], client, chunk_rows=step)
     correct = 0

@@ -46,6 +46,16 @@ def schema_error_line(exc: BaseException) -> str:
     return f"config.yaml: {path}: {msg}"
 
 
+def load_yaml_checked(path):
+    """A YAML file's content; ``ValueError`` with ``FILE:LINE:COLUMN: ...`` on a syntax error."""
+    from .cli import UserError, load_yaml
+
+    try:
+        return load_yaml(path)
+    except UserError as e:
+        raise ValueError(str(e)) from None
+
+
 def semantic_errors(config: dict) -> list[str]:
     """Problems a schema cannot see: names that do not resolve, tasks an algorithm cannot do."""
     from . import registry
@@ -87,6 +97,9 @@ def semantic_errors(config: dict) -> list[str]:
                 if task and kind not in registry.ALGORITHMS[est]:
                     errors.append(f"config.yaml: experiments.{i}: algorithm {a!r} does not do "
                                   f"{task} (dataset {d!r})")
+    from .checks import config_errors  # parameter values and sizes (n_iter: 0, block_size: 1e8)
+
+    errors += config_errors(config)
     if not runs(config) and not errors:
         errors.append("config.yaml: experiments: no (dataset, algorithm, seed) to run")
     return errors

@@ -87,12 +87,23 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def _read_json(path: Path) -> dict:
+    """A run folder's JSON record; one line naming the file when it is damaged."""
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as e:
+        raise ValueError(f"{path} is not valid JSON ({e}); re-run the training job "
+                         f"(delete {path.parent})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
 def run_records(run_dir: Path):
     """(params, per-step metrics [(key, value, timestamp_ms, step)], final) of a run folder."""
     run_dir = Path(run_dir)
-    final = json.loads((run_dir / "final.json").read_text())
-    params = json.loads((run_dir / "params.json").read_text()) \
-        if (run_dir / "params.json").is_file() else {}
+    final = _read_json(run_dir / "final.json")
+    params = _read_json(run_dir / "params.json") if (run_dir / "params.json").is_file() else {}
     steps = []
     mpath = run_dir / "metrics.csv"
     if mpath.is_file():
@@ -115,7 +126,9 @@ def _import_one(client, exp_id: str, run_dir: Path, key: str, digest: str) -> st
     params, steps, final = run_records(run_dir)
     finished_ms = int(float(final.get("finished_at", 0)) * 1000)
     start_ms = min([s[2] for s in steps if s[2]] or [finished_ms])
-    tags = {KEY_TAG: key, HASH_TAG: digest, "dataset": str(final.get("dataset")),
+    # HASH_TAG is set last, after everything else is logged: an import killed half-way leaves a
+    # run without it, which the next import replaces instead of calling it "unchanged"
+    tags = {KEY_TAG: key, "dataset": str(final.get("dataset")),
             "algorithm": str(final.get("algorithm")), "seed": str(final.get("seed")),
             "device": str(final.get("device")), "metric": str(final.get("metric")),
             "run_folder": str(Path(run_dir).resolve())}
@@ -136,6 +149,7 @@ def _import_one(client, exp_id: str, run_dir: Path, key: str, digest: str) -> st
         if p.is_file() and p.name not in ARTIFACT_SKIP and not p.name.endswith(".tmp"):
             client.log_artifact(rid, str(p))
     client.set_terminated(rid, status="FINISHED", end_time=finished_ms or None)
+    client.set_tag(rid, HASH_TAG, digest)  # last: marks the run complete
     return rid
 
 
@@ -143,11 +157,13 @@ def import_runs(uri: str, experiment: str, run_dirs) -> list[dict]:
     """Import finished run folders; returns one record per folder (key, run_id, action)."""
     exp_id = init_store(uri, experiment)
     client = _client(uri)
-    existing: dict[str, list] = {}
+    # A run folder is (key, its absolute path): two checkouts importing into one store keep
+    # their own runs (a key alone made the second import delete the first's runs).
+    existing: dict[tuple, list] = {}
     for r in _all_runs(client, exp_id):
         k = r.data.tags.get(KEY_TAG)
         if k:
-            existing.setdefault(k, []).append(r)
+            existing.setdefault((k, r.data.tags.get("run_folder")), []).append(r)
     out = []
     for d in run_dirs:
         d = Path(d)
@@ -156,7 +172,7 @@ def import_runs(uri: str, experiment: str, run_dirs) -> list[dict]:
         if not (d / "final.json").is_file():
             raise FileNotFoundError(f"{d}: no final.json (run not finished)")
         key, digest = run_folder_key(d), content_hash(d)
-        old = existing.get(key, [])
+        old = existing.get((key, str(d.resolve())), [])
         same = [r for r in old if r.data.tags.get(HASH_TAG) == digest]
         if same and len(old) == 1:
             out.append({"key": key, "run_id": same[0].info.run_id, "action": "unchanged"})

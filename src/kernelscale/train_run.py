@@ -213,7 +213,15 @@ def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after:
             with open(ckpt, "rb") as f:
                 saved = pickle.load(f)
         except Exception as e:  # a torn or foreign file: start over, say so
-            print(f"ignoring unreadable checkpoint {ckpt}: {e}", flush=True)
+            print(f"warning: ignoring unreadable checkpoint {ckpt} "
+                  f"({' '.join(str(e).split()) or type(e).__name__}); starting over", flush=True)
+            saved = None
+        if saved is not None and not (isinstance(saved, dict) and set(state) <= set(saved)
+                                      and isinstance(saved.get("rows"), list)
+                                      and hasattr(saved.get("estimator"), "fit")):
+            # another program's pickle, or an older layout: it would fail every rerun
+            print(f"warning: {ckpt} is not a checkpoint of this version (a "
+                  f"{type(saved).__name__}); starting over", flush=True)
             saved = None
         if saved and saved.get("key") == key:
             state = saved

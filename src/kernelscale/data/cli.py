@@ -33,7 +33,9 @@ def register(subparsers) -> None:
     download = subparsers.add_parser(
         "download", help="fetch a dataset's files into the cache and verify their sha256")
     _add_spec_arguments(download)
-    download.add_argument("--retries", type=int, default=3)
+    from ..cli import int_at_least
+
+    download.add_argument("--retries", type=int_at_least(1), default=3)
     download.add_argument("--file", default=None,
                           help="fetch only this cached file name (one download job per file)")
     download.set_defaults(func=run_download)
@@ -42,14 +44,15 @@ def register(subparsers) -> None:
         "checksum", help="download a URL to a temporary file and print its sha256 (to fill in "
         "a dataset entry)")
     checksum.add_argument("urls", nargs="+", metavar="URL")
-    checksum.add_argument("--retries", type=int, default=3)
+    checksum.add_argument("--retries", type=int_at_least(1), default=3)
     checksum.set_defaults(func=run_checksum)
 
     prepare = subparsers.add_parser(
         "prepare", help="check, split, standardize/PCA a dataset into data.zarr + meta.json")
     _add_spec_arguments(prepare)
     prepare.add_argument("--out", required=True, help="output folder, e.g. results/data/NAME")
-    prepare.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    prepare.add_argument("--threads", type=int_at_least(1), default=1,
+                         help="BLAS threads (default 1)")
     from ..cli import add_dask_arguments
 
     add_dask_arguments(prepare)

@@ -34,7 +34,16 @@ from .progress import progress
 from .sources import Source, open_source
 from .split import test_mask
 from .stats import RunningMoments, block_moments, pca_from_moments, standardizer
-from .store import META_FILE, ZARR_DIR, ChunkedWriter, publish, staging_dir, write_json_atomic
+from .store import (
+    CHECKSUMS_KEY,
+    META_FILE,
+    ZARR_DIR,
+    ChunkedWriter,
+    chunk_checksums,
+    publish,
+    staging_dir,
+    write_json_atomic,
+)
 
 log = logging.getLogger("kernelscale.data")
 
@@ -114,6 +123,8 @@ def _prepare(name: str, spec: dict, out_dir: str | Path, cache_dir: str | Path |
         staging = staging_dir(out_dir)
         hashes, chunk_rows = write_arrays(name, spec, source, scan, transform, staging / ZARR_DIR)
         meta = build_meta(name, spec, source, scan, transform, hashes, chunk_rows)
+        # what train checks before reading (store.verify_prepared): every file as written
+        meta[CHECKSUMS_KEY] = chunk_checksums(staging / ZARR_DIR)
         write_json_atomic(staging / META_FILE, meta)  # last: its presence means complete
         publish(staging, out_dir)
     except BaseException:

@@ -242,8 +242,21 @@ def load_dataset_spec(config_path: str | Path, name: str) -> dict:
     config_path = Path(config_path)
     if not config_path.exists():
         raise DataError(f"{config_path}: config file not found")
-    config = yaml.safe_load(config_path.read_text()) or {}
+    try:
+        config = yaml.safe_load(config_path.read_text()) or {}
+    except yaml.MarkedYAMLError as exc:  # file:line:column, like a compiler
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{config_path}:{mark.line + 1}:{mark.column + 1}" if mark else str(config_path)
+        raise DataError(f"{where}: not valid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise DataError(f"{config_path}: not valid YAML: {exc}") from None
+    if not isinstance(config, dict):
+        raise DataError(f"{config_path}: expected a mapping with a `datasets:` key at the top "
+                        f"level, got {type(config).__name__}")
     datasets = config.get("datasets") or {}
+    if not isinstance(datasets, dict):
+        raise DataError(f"{config_path}: datasets: expected a mapping of name -> entry, got "
+                        f"{type(datasets).__name__}")
     if name not in datasets:
         known = ", ".join(sorted(datasets)) or "none"
         raise DataError(f"{config_path}: datasets.{name} not found (known: {known})")

@@ -5,6 +5,12 @@ columns in one chunk (the access pattern of mini-batch solvers); ``y_train``/``y
 class indices (classification) or float32 targets (regression); ``pca_components`` (k, d_raw)
 when PCA was applied. ``meta.json`` is written last; a folder is only ever published whole,
 by renaming a finished temporary folder (see :func:`publish`).
+
+Integrity: ``meta.json`` records the size and sha256 of every file of every array's store
+(``checksums``: metadata and chunk files, as written); :func:`verify_prepared` checks them before
+a dataset is used. Zarr reads a missing chunk as its fill value (zeros) without a word, and a
+damaged one fails deep in a codec ("Zstd decompression error") naming no array; both must be
+caught before a solver sees the data.
 """
 
 from __future__ import annotations
@@ -122,9 +128,101 @@ def publish(staging: Path, out_dir: Path) -> None:
         os.replace(staging, out_dir)
 
 
-def open_prepared(out_dir: str | os.PathLike) -> tuple[dict, dict]:
+CHECKSUMS_KEY = "checksums"
+_HASH_BLOCK = 1 << 22
+
+
+def _file_sha256(path: Path) -> str:
+    # sha256 runs at ~1.4 GB/s here (OpenSSL); blake2b and md5 were ~0.55 GB/s
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(_HASH_BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _array_dirs(zarr_dir: Path) -> list[Path]:
+    """Top-level array folders of a Zarr v3 group (those whose zarr.json says 'array')."""
+    out = []
+    for child in sorted(zarr_dir.iterdir()):
+        meta = child / "zarr.json"
+        if child.is_dir() and meta.is_file():
+            try:
+                kind = json.loads(meta.read_text()).get("node_type")
+            except (OSError, ValueError):
+                kind = "array"  # unreadable metadata: still hash it, verification will say so
+            if kind == "array":
+                out.append(child)
+    return out
+
+
+def chunk_checksums(zarr_dir: str | os.PathLike) -> dict[str, dict[str, list]]:
+    """``{array: {relative file: [size, sha256]}}`` for every file of every array in the group
+    (its ``zarr.json`` and chunk files). Zarr does not write chunks that are all fill value, so
+    the record, not the chunk grid, says which chunk files must exist."""
+    zarr_dir = Path(zarr_dir)
+    out: dict[str, dict[str, list]] = {}
+    for adir in _array_dirs(zarr_dir):
+        files = {}
+        for f in sorted(p for p in adir.rglob("*") if p.is_file()):
+            files[f.relative_to(adir).as_posix()] = [f.stat().st_size, _file_sha256(f)]
+        out[adir.name] = files
+    return out
+
+
+def _damaged(out_dir: Path, message: str) -> DataError:
+    return DataError(f"{out_dir}: {message}; the prepared data are damaged: re-run prepare "
+                     f"(delete {out_dir} and run the workflow again, or `kernelscale prepare "
+                     f"--out {out_dir} ...`)")
+
+
+def verify_prepared(out_dir: str | os.PathLike, meta: dict, names=None, *,
+                    hashes: bool = True) -> None:
+    """Check the arrays ``names`` (default: all recorded) against ``meta['checksums']``.
+
+    Every recorded file must exist with its size (a stat: cheap) and, when ``hashes``, its
+    sha256 (reads the files once: 22 ms for the default config's 200,000 x 20 float32 dataset,
+    14 MiB stored in 14 files; 1.2 ms without hashes; sha256 runs at ~1.4 GB/s of stored bytes). A chunk file that is not recorded is an error too (zarr would read it instead
+    of the fill value). Raises :class:`DataError`, one line naming the array and the file.
+    """
+    out_dir = Path(out_dir)
+    record = meta.get(CHECKSUMS_KEY)
+    if not isinstance(record, dict):
+        raise DataError(f"{out_dir}/{META_FILE} has no chunk checksums (prepared by an older "
+                        "kernelscale, or by hand), so lost or damaged chunks cannot be detected; "
+                        f"re-run prepare (delete {out_dir} and run the workflow again)")
+    zarr_dir = out_dir / ZARR_DIR
+    for name in (record if names is None else names):
+        files = record.get(name)
+        if files is None:
+            raise _damaged(out_dir, f"{META_FILE} records no array {name!r}")
+        adir = zarr_dir / name
+        if not adir.is_dir():
+            raise _damaged(out_dir, f"array {name} is missing ({adir} does not exist)")
+        for rel, (size, digest) in files.items():
+            path = adir / rel
+            try:
+                actual = path.stat().st_size
+            except FileNotFoundError:
+                what = "metadata" if rel == "zarr.json" else "chunk"
+                raise _damaged(out_dir, f"array {name}: {what} file {rel} is missing") from None
+            if actual != size or (hashes and _file_sha256(path) != digest):
+                raise _damaged(out_dir, f"array {name}: file {rel} has changed (its "
+                               f"{'size' if actual != size else 'sha256'} differs from "
+                               f"{META_FILE})")
+        extra = sorted(p.relative_to(adir).as_posix() for p in adir.rglob("*")
+                       if p.is_file() and p.relative_to(adir).as_posix() not in files)
+        if extra:
+            raise _damaged(out_dir, f"array {name}: unexpected file {extra[0]}"
+                           + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+
+
+def open_prepared(out_dir: str | os.PathLike, verify: bool = True) -> tuple[dict, dict]:
     """Open a prepared dataset: ``(meta, arrays)`` with arrays a dict of read-only Zarr arrays
-    (``X_train``, ``y_train``, ``X_test``, ``y_test`` and ``pca_components`` if present)."""
+    (``X_train``, ``y_train``, ``X_test``, ``y_test`` and ``pca_components`` if present).
+
+    ``verify`` (default): check every file of every array against the checksums in meta.json
+    first (:func:`verify_prepared`), so a lost chunk is never read as zeros."""
     import zarr
 
     out_dir = Path(out_dir)
@@ -132,6 +230,19 @@ def open_prepared(out_dir: str | os.PathLike) -> tuple[dict, dict]:
     if not meta_path.exists():
         raise DataError(f"{out_dir}: not a prepared dataset (no {META_FILE}); run "
                         "`kernelscale prepare` first")
-    meta = json.loads(meta_path.read_text())
-    group = zarr.open_group(str(out_dir / ZARR_DIR), mode="r")
-    return meta, dict(group.arrays())
+    try:
+        meta = json.loads(meta_path.read_text())
+    except ValueError as exc:
+        raise DataError(f"{meta_path} is not valid JSON ({exc}); re-run prepare (delete "
+                        f"{out_dir} and run the workflow again)") from None
+    if not isinstance(meta, dict):
+        raise DataError(f"{meta_path}: expected a JSON object; re-run prepare")
+    if verify:
+        verify_prepared(out_dir, meta)
+    try:
+        group = zarr.open_group(str(out_dir / ZARR_DIR), mode="r")
+        arrays = dict(group.arrays())
+    except (OSError, ValueError, KeyError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise _damaged(out_dir, f"{ZARR_DIR} cannot be opened ({first})") from None
+    return meta, arrays
