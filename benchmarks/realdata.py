@@ -35,6 +35,7 @@ import csv
 import math
 import os
 import platform
+import shutil
 import signal
 import sys
 import threading
@@ -80,10 +81,17 @@ def prepared(name: str, spec: dict, cache: Path):
     from kernelscale.data.prepare import prepare_dataset
     from kernelscale.data.store import open_prepared
 
+    from kernelscale.data.errors import DataError
+
     out = cache / name
     if not (out / "meta.json").is_file():
         prepare_dataset(name, spec, out)
-    meta, arrays = open_prepared(out)
+    try:
+        meta, arrays = open_prepared(out)
+    except DataError:  # our own cache, prepared by an older kernelscale: prepare it again
+        shutil.rmtree(out)
+        prepare_dataset(name, spec, out)
+        meta, arrays = open_prepared(out)
     del zarr
     X_tr = np.asarray(arrays["X_train"][:], dtype=np.float64)
     X_te = np.asarray(arrays["X_test"][:], dtype=np.float64)

@@ -63,7 +63,7 @@ _UDSG_STREAM = 1  # random stream for UDSG's choice of old blocks
 # the budget planner counts it (``work_bytes``). Product speed was the same within noise from
 # 1 to 64 MB groups on the 2-core development box.
 GROUP_BYTES = 2 * 2**20
-RIDGE_FACTOR = 1.0
+RIDGE_FACTOR = 0.01
 
 
 @dataclass
