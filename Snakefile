@@ -26,6 +26,12 @@ _errors = pipeline.semantic_errors(config)
 if _errors:  # one line per problem, each naming its key
     sys.exit("\n".join(_errors))
 
+# After `kill -9` of snakemake its lock stays behind and the next run would stop with a
+# LockException: drop it when no snakemake works here (jobs of a rerun then resume from their
+# checkpoints; `rerun-incomplete` is set in profiles/default, which Snakemake reads by itself).
+if workflow.is_main_process:
+    pipeline.clear_stale_locks(Path.cwd())
+
 TRACKING = pipeline.tracking(config)
 pipeline.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
 

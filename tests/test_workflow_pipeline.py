@@ -6,11 +6,13 @@ through a sitecustomize on PYTHONPATH), so these tests check the workflow, not t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,7 @@ def make_workdir(tmp: Path, config: dict) -> tuple[Path, dict]:
     shutil.copytree(ROOT / "workflow", tmp / "workflow",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "envs", tmp / "envs")
+    shutil.copytree(ROOT / "profiles", tmp / "profiles")  # rerun-incomplete etc.
     (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     site = tmp / "site"
     site.mkdir()
@@ -219,3 +222,105 @@ def test_bad_config_one_line_error_nothing_written(tmp_path, case):
     after = sorted(p.relative_to(workdir) for p in (workdir / "results").rglob("*")) \
         if (workdir / "results").exists() else []
     assert after == before
+
+
+# ----------------------------------------------------------------------------- kill and resume
+KILL = {
+    "datasets": {"tiny_clf": TINY["datasets"]["tiny_clf"]},
+    "algorithms": {"slow": {"estimator": "standin", "params": {"n_iter": 1, "sleep": 0.3},
+                            "device": "cpu", "segments": 12}},
+    "experiments": [{"datasets": ["tiny_clf"], "algorithms": ["slow"], "seeds": [0]}],
+    "tracking": {"experiment": "kill"},
+}
+SAME = ["dataset", "algorithm", "seed", "metric", "value", "test_accuracy", "n_train", "d"]
+
+
+def _checkpoint_segment(run: Path) -> int:
+    import pickle
+
+    try:
+        return pickle.loads((run / "checkpoint.pkl").read_bytes())["segment"]
+    except Exception:  # absent, or being replaced
+        return 0
+
+
+def _wait_for_segment(proc, run: Path, segment: int, timeout=240) -> None:
+    deadline = time.time() + timeout
+    while _checkpoint_segment(run) < segment:
+        assert proc.poll() is None, "snakemake ended before the kill: " + proc.stdout.read()[-3000:]
+        assert time.time() < deadline, "training did not reach the checkpoint in time"
+        time.sleep(0.05)
+
+
+def _train_pids(workdir: Path) -> list[int]:
+    """The `kernelscale.cli train` python processes working in ``workdir``."""
+    pids = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(p / "cwd")).resolve()
+        except OSError:
+            continue
+        if cwd == workdir.resolve() and b"kernelscale.cli" in argv and b"train" in argv \
+                and Path(argv[0].decode()).name.startswith("python"):
+            pids.append(int(p.name))
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="finds the train process in /proc")
+def test_plain_rerun_resumes_after_kill_9(tmp_path):
+    """kill -9 of a train job, then kill -9 of snakemake with its jobs mid-training: a plain
+    `snakemake --cores 1` (no --unlock, no --rerun-incomplete on the command line) resumes from
+    the checkpoint and ends with the table of an uninterrupted run."""
+    import signal
+
+    import pandas as pd
+
+    (tmp_path / "ref").mkdir()
+    ref, env = make_workdir(tmp_path / "ref", KILL)
+    smk(ref, env, "--cores", "1")
+    expected = pd.read_csv(ref / "results" / "tables" / "summary.csv")[SAME]
+
+    (tmp_path / "killed").mkdir()
+    workdir, env = make_workdir(tmp_path / "killed", KILL)
+    run = workdir / "results" / "runs" / "tiny_clf" / "slow" / "seed0"
+
+    def start():
+        return subprocess.Popen([*SNAKEMAKE, "--cores", "1"], cwd=workdir, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+
+    # 1. the train job alone is killed: snakemake reports the failed job and stops
+    proc = start()
+    _wait_for_segment(proc, run, 2)
+    pids = _train_pids(workdir)
+    assert len(pids) == 1
+    os.kill(pids[0], signal.SIGKILL)
+    assert proc.wait(timeout=120) != 0
+    proc.stdout.close()
+    first = _checkpoint_segment(run)
+    assert not (run / "final.json").exists() and 2 <= first <= 8
+
+    # 2. snakemake and its jobs are killed (kill -9 of the process group: lock + incomplete left)
+    proc = start()
+    _wait_for_segment(proc, run, first + 2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    assert any((workdir / ".snakemake" / "locks").glob("*.lock")), "no stale lock to handle"
+    assert any((workdir / ".snakemake" / "incomplete").iterdir()), "no incomplete marker"
+    assert not (run / "final.json").exists() and _checkpoint_segment(run) < 12
+
+    # 3. a plain rerun resumes
+    r = smk(workdir, env, "--cores", "1")
+    assert "removed a stale Snakemake lock" in r.stderr
+    log = (workdir / "results" / "logs" / "train" / "tiny_clf" / "slow" / "seed0.log").read_text()
+    assert "resuming tiny_clf/slow/seed0 from checkpoint after segment" in log
+    final = json.loads((run / "final.json").read_text())
+    assert final["resumed"] == 2 and final["n_iter"] == 12
+    assert list(pd.read_csv(run / "metrics.csv")["step"]) == list(range(1, 13))
+    got = pd.read_csv(workdir / "results" / "tables" / "summary.csv")[SAME]
+    pd.testing.assert_frame_equal(got, expected)

@@ -204,3 +204,65 @@ def conda_env(config: dict, name: str, basedir) -> str:
     """envs/gpu.yaml for algorithms on the GPU, envs/cpu.yaml otherwise (for --sdm conda)."""
     kind = "gpu" if config["algorithms"][name].get("device", "auto") == "gpu" else "cpu"
     return f"{basedir}/envs/{kind}.yaml"
+
+
+# ----------------------------------------------------------------------------- stale locks
+def _snakemake_pids(workdir) -> list[int] | None:
+    """PIDs of snakemake processes (any mode) working in ``workdir``, other than this process
+    and its ancestors (a shell or ``make`` that started us may carry 'snakemake' in its command
+    line). Linux /proc only; elsewhere the answer is unknown and None is returned."""
+    import os
+    from pathlib import Path
+
+    proc = Path("/proc")
+    if not (proc / "self" / "cmdline").exists():
+        return None
+    workdir = Path(workdir).resolve()
+    skip, pid = set(), os.getpid()
+    while pid > 1:  # ourselves and our ancestors
+        skip.add(pid)
+        try:
+            stat = (proc / str(pid) / "stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    found = []
+    for p in proc.iterdir():
+        if not p.name.isdigit() or int(p.name) in skip:
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(p / "cwd")).resolve()
+        except OSError:  # gone, or another user's process
+            continue
+        if cwd == workdir and any(Path(a.decode(errors="replace")).name == "snakemake"
+                                  for a in argv):
+            found.append(int(p.name))
+    return found
+
+
+def clear_stale_locks(workdir=".") -> str | None:
+    """Remove Snakemake's directory lock when no snakemake runs in ``workdir``.
+
+    ``kill -9`` of snakemake (or a lost node) leaves ``.snakemake/locks/`` behind, and the next
+    run stops with a LockException until someone runs ``--unlock``. The lock only guards against
+    two snakemake processes writing the same outputs, so a lock whose owner is gone is removed
+    here (called from the Snakefile, before Snakemake takes its own lock). Not removed when another
+    snakemake process works in this directory (this includes jobs still running from a killed
+    run, which would race with a rerun) or when that cannot be checked (no /proc).
+    Returns the line it printed, or None."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    locks = Path(workdir) / ".snakemake" / "locks"
+    if not locks.is_dir() or not any(locks.glob("*.lock")):
+        return None
+    others = _snakemake_pids(workdir)
+    if others is None or others:
+        return None
+    shutil.rmtree(locks, ignore_errors=True)
+    line = (f"kernelscale: removed a stale Snakemake lock in {Path(workdir).resolve()} "
+            "(no snakemake process is running there)")
+    print(line, file=sys.stderr, flush=True)
+    return line
