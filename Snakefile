@@ -34,6 +34,7 @@ if workflow.is_main_process:
 
 TRACKING = pipeline.tracking(config)
 pipeline.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
+pipeline.provenance_environment(config, workflow.basedir)  # git commit, config hash -> MLflow tags
 
 
 wildcard_constraints:
@@ -55,6 +56,7 @@ rule all:
     input:
         "results/tables/summary.csv",
         "results/tables/summary.md",
+        "results/tables/wide.csv",
         expand(
             "results/plots/{dataset}/{kind}.png",
             dataset=pipeline.run_datasets(config),

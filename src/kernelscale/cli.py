@@ -57,7 +57,10 @@ def _cmd_tracking_init(a) -> None:
 def _cmd_track(a) -> None:
     from .tracking import import_runs
 
-    records = import_runs(a.uri, a.experiment, a.run_dirs)
+    from .tracking import pipeline_run_name
+
+    records = import_runs(a.uri, a.experiment, a.run_dirs,
+                          parent_name=pipeline_run_name() if a.parent else None)
     counts = {k: sum(r["action"] == k for r in records) for k in ("created", "replaced", "unchanged")}
     print(f"mlflow import into {a.uri} ({a.experiment}): {counts}", flush=True)
     if a.out:
@@ -68,8 +71,15 @@ def _cmd_tables(a) -> None:
     from .tables import write_tables
     from .tracking import search_runs
 
-    df = write_tables(search_runs(a.uri, a.experiment), a.csv, a.md)
-    print(f"wrote {a.csv} and {a.md} ({len(df)} runs)", flush=True)
+    from .tables import run_ids_from_import
+
+    ids = run_ids_from_import(a.runs_from) if a.runs_from else None
+    df = write_tables(search_runs(a.uri, a.experiment), a.csv, a.md, run_ids=ids,
+                      wide_csv_path=a.wide_csv)
+    from .tables import BASELINE
+
+    print(f"wrote {a.csv} and {a.md} ({int((df['algorithm'] != BASELINE).sum())} runs)",
+          flush=True)
 
 
 def _cmd_plots(a) -> None:
@@ -150,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--experiment", required=True)
         s.add_argument("--out", default=None, help="JSON record of what was done")
         if name == "track":
+            s.add_argument("--parent", action="store_true",
+                           help="group the runs under a new parent run (one per pipeline call)")
             s.add_argument("run_dirs", nargs="+", help="run folders (or their final.json)")
         s.set_defaults(func=func)
 
@@ -158,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--experiment", required=True)
     s.add_argument("--csv", required=True)
     s.add_argument("--md", required=True)
+    s.add_argument("--runs-from", default=None, metavar="IMPORTED_JSON",
+                   help="only the runs of this import record (`track --out`): the config's runs")
+    s.add_argument("--wide-csv", default=None, help="also write the algorithms x datasets table")
     s.set_defaults(func=_cmd_tables)
 
     s = sub.add_parser("plots", help="per-dataset figures from run folders")
