@@ -60,5 +60,5 @@ rule all:
         expand(
             "results/plots/{dataset}/{kind}.png",
             dataset=pipeline.run_datasets(config),
-            kind=["metric_vs_time", "objective_vs_iter"],
+            kind=["metric_vs_time", "objective_vs_time"],
         ),

@@ -162,6 +162,7 @@ def test_tables_and_plots(runs, tmp_path):
     from kernelscale.plots import plot_dataset
 
     plot_dataset(dirs[:2], "toyc", tmp_path / "m.png", tmp_path / "o.png")
+    plot_dataset(dirs[2:], "toyr", tmp_path / "m2.png", tmp_path / "o2.png")
     for p in ("m.png", "o.png"):
         assert (tmp_path / p).read_bytes()[:4] == b"\x89PNG"
 
@@ -198,7 +199,7 @@ def test_tables_follow_the_config(runs, tmp_path):
 
     df = pd.read_csv(tmp_path / "s.csv")
     runs_only = df[df["algorithm"] != tables.BASELINE]
-    assert list(zip(runs_only["dataset"], runs_only["seed"])) == [("toyc", 0), ("toyr", 0)]
+    assert list(zip(runs_only["dataset"], runs_only["seed"], strict=True)) == [("toyc", 0), ("toyr", 0)]
     assert len(tracking.search_runs(uri, "t")) == 4
 
 
@@ -238,10 +239,31 @@ def test_at_baseline_flag_and_warning(tmp_path, capsys):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     tracking.import_runs(uri, "t", [out, good_dir])
     df = tables.write_tables(tracking.search_runs(uri, "t"), tmp_path / "s.csv", tmp_path / "s.md")
-    assert list(zip(df["algorithm"], df["at_baseline"])) == [
+    assert list(zip(df["algorithm"], df["at_baseline"], strict=True)) == [
         ("dummy", True), ("standin", False), (tables.BASELINE, True)]
     md = (tmp_path / "s.md").read_text()
     assert "**toyb/dummy/seed0** is at the trivial baseline" in md
     wide = md.split("## Algorithms x datasets")[1].split("## One row")[0]
     marked = [ln.split("|")[1].strip() for ln in wide.splitlines() if "⚠" in ln]
     assert marked == ["dummy"]  # the dummy's error in the wide table; not the baseline row
+
+
+def test_plot_colours_fixed_and_objectives_grouped(tmp_path):
+    """One colour per algorithm name whatever the figure; objectives share a panel only when
+    they are the same function (same estimator class, loss, regulariser, kernel ...)."""
+    from kernelscale import registry
+    from kernelscale.plots import algorithm_color, objective_signature
+
+    names = list(registry.ALGORITHMS)
+    assert len({algorithm_color(n) for n in names}) == len(names)  # all distinct
+    assert algorithm_color("my_variant") == algorithm_color("my_variant")
+
+    def run(estimator, **params):
+        return {"final": {"estimator": estimator, "task": "binary"},
+                "params": {"params": {"loss": None, "reg": 1e-4, "kernel": "gaussian",
+                                      **params}}}
+
+    assert objective_signature(run("dsg")) == objective_signature(run("udsg"))
+    assert objective_signature(run("dsg")) != objective_signature(run("dsg", reg=1e-3))
+    assert objective_signature(run("dsg")) != objective_signature(run("dsg", loss="hinge"))
+    assert objective_signature(run("dsg")) != objective_signature(run("rff_sgd"))

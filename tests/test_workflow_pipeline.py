@@ -133,7 +133,7 @@ def test_end_to_end(finished):
     assert summary["value"].notna().all() and (summary["train_time_s"] > 0).all()
     assert (res / "tables" / "summary.md").read_text().count("| tiny_") >= N_RUNS
     for d in ("tiny_clf", "tiny_reg"):
-        for kind in ("metric_vs_time", "objective_vs_iter"):
+        for kind in ("metric_vs_time", "objective_vs_time"):
             assert (res / "plots" / d / f"{kind}.png").stat().st_size > 1000
     run = res / "runs" / "tiny_clf" / "standin" / "seed1"
     for f in ("params.json", "metrics.csv", "final.json", "model.pkl"):

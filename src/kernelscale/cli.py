@@ -55,9 +55,7 @@ def _cmd_tracking_init(a) -> None:
 
 
 def _cmd_track(a) -> None:
-    from .tracking import import_runs
-
-    from .tracking import pipeline_run_name
+    from .tracking import import_runs, pipeline_run_name
 
     records = import_runs(a.uri, a.experiment, a.run_dirs,
                           parent_name=pipeline_run_name() if a.parent else None)
@@ -68,10 +66,8 @@ def _cmd_track(a) -> None:
 
 
 def _cmd_tables(a) -> None:
-    from .tables import write_tables
+    from .tables import run_ids_from_import, write_tables
     from .tracking import search_runs
-
-    from .tables import run_ids_from_import
 
     ids = run_ids_from_import(a.runs_from) if a.runs_from else None
     df = write_tables(search_runs(a.uri, a.experiment), a.csv, a.md, run_ids=ids,

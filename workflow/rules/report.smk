@@ -47,8 +47,8 @@ rule plots:
             subcategory="{dataset}",
         ),
         objective=report(
-            "results/plots/{dataset}/objective_vs_iter.png",
-            caption="../report/objective_vs_iter.rst",
+            "results/plots/{dataset}/objective_vs_time.png",
+            caption="../report/objective_vs_time.rst",
             category="Plots",
             subcategory="{dataset}",
         ),
