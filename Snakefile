@@ -18,6 +18,8 @@ configfile: "config.yaml"
 report: "workflow/report/workflow.rst"
 
 
+# errors name the file holding the key (several --configfile are merged into one config)
+pipeline.set_config_files(workflow.configfiles, workflow.overwrite_configfiles)
 try:
     validate(config, "workflow/schemas/config.schema.yaml")
 except Exception as e:  # one line naming the key instead of the validator's dump
@@ -41,6 +43,12 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     algorithm=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     seed=r"\d+",
+
+
+onerror:
+    # one line per failed job (its log's error line) at the end of the console output
+    for _line in pipeline.failed_job_lines(log):
+        print(_line, file=sys.stderr)
 
 
 include: "workflow/rules/download.smk"

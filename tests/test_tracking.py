@@ -106,6 +106,9 @@ def test_mlflow_run_is_what_users_expect(runs, tmp_path, monkeypatch):
     children = [r for r in all_runs if r.data.tags.get("kernelscale.kind") == "run"]
     assert len(children) == 4
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
+    # the UI opens the experiment on its model-training view, not GenAI
+    exp = client.get_experiment(run.info.experiment_id)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     # tables never see the parents
     assert len(tracking.search_runs(uri, "t")) == 4
 

@@ -128,10 +128,14 @@ def test_end_to_end(finished):
     import pandas as pd
 
     summary = pd.read_csv(res / "tables" / "summary.csv")
-    assert len(summary) == N_RUNS
-    assert set(summary["algorithm"]) == {"standin", "oneshot"}
-    assert summary["value"].notna().all() and (summary["train_time_s"] > 0).all()
+    runs = summary[summary["algorithm"] != "trivial baseline"]
+    assert len(runs) == N_RUNS and len(summary) == N_RUNS + 2  # + one baseline per dataset
+    assert set(runs["algorithm"]) == {"standin", "oneshot"}
+    assert summary["value"].notna().all() and (runs["train_time_s"] > 0).all()
+    assert (runs["predict_time_s"] > 0).all()
     assert (res / "tables" / "summary.md").read_text().count("| tiny_") >= N_RUNS
+    wide = pd.read_csv(res / "tables" / "wide.csv")
+    assert list(wide["algorithm"]) == ["standin", "oneshot", "trivial baseline"]
     for d in ("tiny_clf", "tiny_reg"):
         for kind in ("metric_vs_time", "objective_vs_time"):
             assert (res / "plots" / d / f"{kind}.png").stat().st_size > 1000
@@ -144,6 +148,8 @@ def test_end_to_end(finished):
 
     runs = search_runs(f"sqlite:///{res}/mlflow.db", "tiny")
     assert len(runs) == N_RUNS
+    assert runs["tags.mlflow.parentRunId"].nunique() == 1  # one parent for this invocation
+    assert runs["tags.kernelscale.config_hash"].notna().all()
 
 
 @pytest.mark.slow

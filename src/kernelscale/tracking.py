@@ -64,8 +64,12 @@ def init_store(uri: str, experiment: str) -> str:
     client = _client(uri)
     exp = client.get_experiment_by_name(experiment)
     if exp is not None:
+        if exp.tags.get(EXPERIMENT_KIND_TAG) is None:
+            client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
         return exp.experiment_id
-    return client.create_experiment(experiment, artifact_location=artifact_root_for(uri))
+    # MLflow 3's UI opens an experiment on its GenAI view unless the experiment says what it is
+    return client.create_experiment(experiment, artifact_location=artifact_root_for(uri),
+                                    tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
 
 
 def run_folder_key(run_dir: Path) -> str:
@@ -111,6 +115,7 @@ STEP_PARAMS = ("test_rows",)  # per-segment columns that are settings, not measu
 HISTORY_MAX_ROWS = 20000  # longer histories are thinned evenly (the last row always kept)
 GIT_ENV, CONFIG_HASH_ENV = "KERNELSCALE_GIT_COMMIT", "KERNELSCALE_CONFIG_HASH"
 KIND_TAG = "kernelscale.kind"
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 
 def run_records(run_dir: Path):
