@@ -77,8 +77,8 @@ def test_mlflow_run_is_what_users_expect(runs, tmp_path, monkeypatch):
     for k in ("n_train", "d", "n_test", "segments"):
         assert k in run.data.params and f"final.{k}" not in run.data.metrics
     assert run.data.params["n_train"] == "3000"
-    assert not any(k in ("final.seed", "final.resumed", "final.n_iter", "test_rows")
-                   for k in run.data.metrics)
+    assert not any(k in ("final.seed", "final.resumed", "final.n_iter", "test_rows",
+                         "final.test_rows") for k in run.data.metrics)
     # history: one point per iteration (SPEC: 4 segments x 3 iterations), step = iteration
     hist = client.get_metric_history(run.info.run_id, "history.objective")
     assert [m.step for m in hist] == list(range(1, 13))

@@ -42,16 +42,32 @@ def algorithm_color(name: str):
     return _PALETTE[h % len(_PALETTE)]
 
 
+def _ticks_in(lo: float, hi: float, subs) -> int:
+    return sum(lo <= k * 10.0 ** e <= hi for e in range(int(np.floor(np.log10(lo))),
+                                                        int(np.ceil(np.log10(hi))) + 1)
+               for k in subs)
+
+
 def _readable_log_axis(ax, axis: str = "x") -> None:
-    """Log scale labelled at 1-2-5 steps with plain numbers (0.05, 2, 100), not one 10^k label
-    per decade that leaves a short range with a single tick."""
+    """Log scale labelled with plain numbers (0.05, 2, 100) at 1-2-5 steps, or at every digit
+    when that leaves fewer than three labels, instead of one 10^k label per decade that leaves a
+    short range with a single tick. A range too narrow for a log scale (< 1.5x: e.g. an objective
+    that does not move) stays linear, with an offset label."""
     getattr(ax, f"set_{axis}scale")("log")
     a = getattr(ax, f"{axis}axis")
     lo, hi = getattr(ax, f"get_{axis}lim")()
-    decades = np.log10(max(hi, 1e-300)) - np.log10(max(lo, 1e-300))
-    subs = (1.0,) if decades > 3 else (1.0, 2.0, 5.0)  # 1-2-5 labels would collide
+    if not (lo > 0 and hi > lo) or hi / lo < 1.5:
+        getattr(ax, f"set_{axis}scale")("linear")
+        return
+    decades = np.log10(hi) - np.log10(lo)
+    if decades > 3:  # 1-2-5 labels would collide
+        subs = (1.0,)
+    elif _ticks_in(lo, hi, (1.0, 2.0, 5.0)) >= 3:
+        subs = (1.0, 2.0, 5.0)
+    else:
+        subs = tuple(float(k) for k in range(1, 10))
     a.set_major_locator(ticker.LogLocator(base=10, subs=subs, numticks=30))
-    a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
     a.set_minor_locator(ticker.LogLocator(base=10, subs=np.arange(2, 10) * 1.0, numticks=30))
     a.set_minor_formatter(ticker.NullFormatter())
 
@@ -78,8 +94,7 @@ def objective_signature(run: dict) -> tuple:
         cls = registry.estimator_class(final["estimator"], final["task"]).__name__
     except Exception:  # an estimator that is no longer registered: its own group
         cls = f"{final['estimator']}"
-    keys = ("loss", "reg", "alpha", "lam", "C", "nu", "kernel", "bandwidth", "n_components",
-            "block_size")
+    keys = ("loss", "reg", "alpha", "lam", "C", "nu", "kernel", "bandwidth", "n_components")
     return (cls, final.get("task"), *((k, str(p.get(k))) for k in keys if k in p))
 
 
@@ -190,8 +205,8 @@ def plot_objective_vs_time(runs: list[dict], dataset: str, png) -> None:
             ax.plot(t, obj, color=algorithm_color(r["final"]["algorithm"]), lw=1.3,
                     label=r["final"]["algorithm"])
         names = ", ".join(dict.fromkeys(r["final"]["algorithm"] for r in members))
-        setting = ", ".join(f"{k}={v}" for k, v in sig[2:] if k in ("loss", "reg", "alpha",
-                                                                    "lam", "C", "nu"))
+        setting = ", ".join(f"{k}={'default' if v == 'None' else v}" for k, v in sig[2:]
+                            if k in ("loss", "reg", "alpha", "lam", "C", "nu"))
         ax.set_title(f"{names}\n{sig[0]}" + (f" ({setting})" if setting else ""), fontsize=8)
         ax.set_xlabel("training time (s, log)", fontsize=8)
         ax.set_ylabel("objective", fontsize=8)

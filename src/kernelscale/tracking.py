@@ -181,7 +181,7 @@ def _constants(final: dict) -> dict[str, str]:
     """The numbers of final.json that describe the run rather than measure it: MLflow params."""
     skip = set(FINAL_METRICS) | {"finished_at", "started_at", "at_baseline"}
     return {k: str(v) for k, v in final.items()
-            if k not in skip and not k.startswith("test_") and v is not None
+            if k not in skip and (not k.startswith("test_") or k in STEP_PARAMS) and v is not None
             and not isinstance(v, (dict, list))}
 
 
@@ -267,7 +267,8 @@ def _import_one(client, exp_id: str, run_dir: Path, key: str, digest: str,
     last_step = int(final.get("segments") or 0)
     for k, v in final.items():
         x = _num(v) if not isinstance(v, bool) else None
-        if x is not None and (k in FINAL_METRICS or k.startswith("test_")):
+        if x is not None and (k in FINAL_METRICS or k.startswith("test_")) \
+                and k not in STEP_PARAMS:
             metrics.append(Metric(f"final.{k}", x, finished_ms, last_step))
     for i in range(0, max(len(plist), 1), 100):
         client.log_batch(rid, params=plist[i:i + 100])
