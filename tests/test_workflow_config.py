@@ -172,7 +172,8 @@ def test_errors_name_the_config_file_holding_the_key(tmp_path):
 
 
 def test_failed_job_lines(tmp_path):
-    log = tmp_path / "train.log"
+    log = tmp_path / "results" / "logs" / "train" / "x" / "dsg" / "seed0.log"
+    log.parent.mkdir(parents=True)
     log.write_text("train x/dsg/seed0: ...\nkernelscale train: error: ValueError: bad thing\n")
     smk_log = tmp_path / "snakemake.log"
     smk_log.write_text(f"""[Mon]
@@ -185,6 +186,7 @@ Error in rule train:
     shell:
         python -m kernelscale.cli train --spec '{{"a": 1}}' > {log} 2>&1
 """)
-    assert pipeline.failed_job_lines(smk_log) == [
-        f"failed: rule train, log {log}: kernelscale train: error: ValueError: bad thing"]
+    assert pipeline.failed_job_lines([smk_log]) == [
+        "failed: rule train (x/dsg; config algorithms.dsg in config.yaml): kernelscale train: "
+        f"error: ValueError: bad thing [log: {log}]"]
     assert pipeline.failed_job_lines(tmp_path / "missing.log") == []

@@ -369,17 +369,36 @@ def clear_stale_locks(workdir=".") -> str | None:
 
 
 # ----------------------------------------------------------------------------- failed jobs
-def failed_job_lines(snakemake_log) -> list[str]:
-    """One line per failed job of a Snakemake run: its log file and the error line the
-    kernelscale command wrote there (the last non-empty line), so the end of the console says
-    what went wrong without scrolling through Snakemake's job dump (command, JSON spec, ...)."""
+def _job_config_key(rule: str, log: str):
+    """The config entry behind a failed job, from its log path (see the rules' ``log:``)."""
+    import re
+
+    m = re.search(r"logs/train/([^/]+)/([^/]+)/seed\d+\.log$", log)
+    if rule == "train" and m:
+        return ("algorithms", m.group(2)), f"{m.group(1)}/{m.group(2)}"
+    m = re.search(r"logs/(?:prepare|download)/([^/.]+(?:\.[^/]+)*?)(?:/[^/]+)?\.log$", log)
+    if rule in ("prepare", "download") and m:
+        return ("datasets", m.group(1)), m.group(1)
+    return None, None
+
+
+def failed_job_lines(snakemake_logs) -> list[str]:
+    """One line per failed job of a Snakemake run: the error line its kernelscale command wrote
+    in its log, the config entry behind the job and the file holding it, and the log's path, so
+    the end of the console says what went wrong and where to fix it without scrolling through
+    Snakemake's job dump (command line, JSON spec, ...). ``snakemake_logs``: the run's log
+    file(s) (the ``log`` of ``onerror``)."""
     import re
     from pathlib import Path
 
-    try:
-        text = Path(snakemake_log).read_text(errors="replace")
-    except OSError:
-        return []
+    if isinstance(snakemake_logs, (str, Path)):
+        snakemake_logs = [snakemake_logs]
+    text = ""
+    for path in snakemake_logs or ():
+        try:
+            text += Path(path).read_text(errors="replace")
+        except OSError:
+            continue
     lines = []
     for m in re.finditer(r"Error in rule (\S+?):.*?\n\s+log: (\S+)", text, re.S):
         rule, log = m.group(1), m.group(2)
@@ -389,7 +408,9 @@ def failed_job_lines(snakemake_log) -> list[str]:
             body = []
         errors = [ln for ln in body if ": error:" in ln]
         last = (errors or body or ["(empty log)"])[-1].strip()
-        line = f"failed: rule {rule}, log {log}: {last}"
+        key, what = _job_config_key(rule, log)
+        where = (f" ({what}; config {'.'.join(key)} in {config_file_of(key)})" if key else "")
+        line = f"failed: rule {rule}{where}: {last} [log: {log}]"
         if line not in lines:
             lines.append(line)
     return lines
