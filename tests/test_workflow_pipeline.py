@@ -114,6 +114,19 @@ def test_default_config_dry_run():
         assert f"results/runs/{d}/{a}/seed{s}/final.json" in out or "Nothing to be done" in out
 
 
+def test_papers_catalogue_merges_into_a_dry_run():
+    """config/papers.yaml (datasets with TODO checksums, named by no experiment) merged with
+    config.yaml: the dry run plans the default experiment instead of failing on checksums."""
+    if not data_stage_has_rules():
+        pytest.skip("the data stage's rules (workflow/rules/prepare.smk) are not there yet")
+    r = subprocess.run([*SNAKEMAKE, "-n", "--cores", "2", "--configfile", "config.yaml",
+                        "config/papers.yaml"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "TODO" not in out and "covtype" not in out
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     workdir, env = make_workdir(tmp_path_factory.mktemp("wf"), TINY)
