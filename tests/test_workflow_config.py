@@ -97,7 +97,23 @@ def test_check_config_cli_reports_one_line(tmp_path, capsys):
     p.write_text(yaml.safe_dump(c))
     with pytest.raises(SystemExit) as e:
         main(["check-config", str(p), "--schema", str(ROOT / "workflow/schemas/config.schema.yaml")])
-    assert str(e.value) == "config.yaml: experiments.0.seeds.0: 'x' is not of type 'integer'"
+    assert str(e.value) == f"{p}: experiments.0.seeds.0: 'x' is not of type 'integer'"
+
+
+def test_check_config_merges_files_and_names_the_one_with_the_mistake(tmp_path, capsys):
+    from kernelscale.cli import main
+
+    schema = str(ROOT / "workflow/schemas/config.schema.yaml")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(yaml.safe_dump(BASE))
+    b.write_text(yaml.safe_dump({"algorithms": {"dsg": {"device": "tpu"}}}))
+    with pytest.raises(SystemExit) as e:
+        main(["check-config", str(a), str(b), "--schema", schema])
+    assert str(e.value).startswith(f"{b}: algorithms.dsg.device: 'tpu' is not one of")
+    b.write_text(yaml.safe_dump({"algorithms": {"dsg": {"device": "cpu"}}}))
+    assert main(["check-config", str(a), str(b), "--schema", schema]) == 0
+    assert capsys.readouterr().out.strip() == f"{a} + {b}: ok"
+    pipeline.set_config_files([])
 
 
 def test_bench_target_passes_the_config_to_the_harness(tmp_path):

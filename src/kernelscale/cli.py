@@ -66,14 +66,12 @@ def _cmd_track(a) -> None:
 
 
 def _cmd_tables(a) -> None:
-    from .tables import run_ids_from_import, write_tables
+    from .tables import BASELINE, run_ids_from_import, write_tables
     from .tracking import search_runs
 
     ids = run_ids_from_import(a.runs_from) if a.runs_from else None
     df = write_tables(search_runs(a.uri, a.experiment), a.csv, a.md, run_ids=ids,
                       wide_csv_path=a.wide_csv)
-    from .tables import BASELINE
-
     print(f"wrote {a.csv} and {a.md} ({int((df['algorithm'] != BASELINE).sum())} runs)",
           flush=True)
 
@@ -91,9 +89,15 @@ def _cmd_check_config(a) -> None:
     import jsonschema
     import yaml
 
-    from .pipeline import check, schema_error_line
+    # several files are merged as `snakemake --configfile A B` merges them; errors name the file
+    from snakemake.utils import update_config
 
-    config = yaml.safe_load(Path(a.configfile).read_text()) or {}
+    from .pipeline import check, schema_error_line, set_config_files
+
+    config = {}
+    for f in a.configfile:
+        update_config(config, yaml.safe_load(Path(f).read_text()) or {})
+    set_config_files(a.configfile, a.configfile)
     schema_path = Path(a.schema)
     schema = yaml.safe_load(schema_path.read_text())
     schema["$id"] = schema_path.resolve().as_uri()
@@ -108,11 +112,14 @@ def _cmd_check_config(a) -> None:
 
     registry = Registry(retrieve=retrieve)
     try:
-        jsonschema.Draft202012Validator(schema, registry=registry).validate(config)
-    except jsonschema.ValidationError as e:
-        raise SystemExit(schema_error_line(e)) from None
-    check(config)
-    print(f"{a.configfile}: ok", flush=True)
+        try:
+            jsonschema.Draft202012Validator(schema, registry=registry).validate(config)
+        except jsonschema.ValidationError as e:
+            raise SystemExit(schema_error_line(e)) from None
+        check(config)
+    finally:
+        set_config_files([])  # the module-level record must not outlive this command
+    print(f"{' + '.join(a.configfile)}: ok", flush=True)
 
 
 def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
@@ -178,8 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_dirs", nargs="+")
     s.set_defaults(func=_cmd_plots)
 
-    s = sub.add_parser("check-config", help="validate a config file")
-    s.add_argument("configfile")
+    s = sub.add_parser("check-config", help="validate config files (merged in order)")
+    s.add_argument("configfile", nargs="+")
     s.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
     s.set_defaults(func=_cmd_check_config)
 
