@@ -58,6 +58,9 @@ def _readable_log_axis(ax, axis: str = "x") -> None:
     lo, hi = getattr(ax, f"get_{axis}lim")()
     if not (lo > 0 and hi > lo) or hi / lo < 1.5:
         getattr(ax, f"set_{axis}scale")("linear")
+        if lo > 0 and hi > lo:  # plain numbers with the digits that differ, no offset label
+            digits = min(15, int(np.ceil(-np.log10((hi - lo) / hi))) + 2)
+            a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.{digits}g}"))
         return
     decades = np.log10(hi) - np.log10(lo)
     if decades > 3:  # 1-2-5 labels would collide
