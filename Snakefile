@@ -28,6 +28,8 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
+# errors name the file holding the key (several --configfile are merged into one config)
+pipeline.set_config_files(workflow.configfiles, workflow.overwrite_configfiles)
 try:
     validate(config, "workflow/schemas/config.schema.yaml")
 except Exception as e:  # one line naming the key instead of the validator's dump
@@ -36,14 +38,27 @@ _errors = pipeline.semantic_errors(config)
 if _errors:  # one line per problem, each naming its key
     sys.exit("\n".join(_errors))
 
+# After `kill -9` of snakemake its lock stays behind and the next run would stop with a
+# LockException: drop it when no snakemake works here (jobs of a rerun then resume from their
+# checkpoints; `rerun-incomplete` is set in profiles/default, which Snakemake reads by itself).
+if workflow.is_main_process:
+    pipeline.clear_stale_locks(Path.cwd())
+
 TRACKING = pipeline.tracking(config)
 pipeline.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
+pipeline.provenance_environment(config, workflow.basedir)  # git commit, config hash -> MLflow tags
 
 
 wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     algorithm=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     seed=r"\d+",
+
+
+onerror:
+    # one line per failed job (its log's error line) at the end of the console output
+    for _line in pipeline.failed_job_lines(log):
+        print(_line, file=sys.stderr)
 
 
 include: "workflow/rules/download.smk"
@@ -59,8 +74,9 @@ rule all:
     input:
         "results/tables/summary.csv",
         "results/tables/summary.md",
+        "results/tables/wide.csv",
         expand(
             "results/plots/{dataset}/{kind}.png",
             dataset=pipeline.run_datasets(config),
-            kind=["metric_vs_time", "objective_vs_iter"],
+            kind=["metric_vs_time", "objective_vs_time"],
         ),

@@ -324,5 +324,5 @@ def test_config_dask_section_to_job_environment(tmp_path, monkeypatch):
         if ok:
             assert main(["check-config", str(path), "--schema", schema]) == 0
         else:
-            with pytest.raises(SystemExit, match=r"config.yaml: dask\."):
+            with pytest.raises(SystemExit, match=r"c\.yaml: dask\."):  # the file at fault
                 main(["check-config", str(path), "--schema", schema])

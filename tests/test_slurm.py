@@ -186,7 +186,9 @@ def test_workflow_on_slurm(cluster, tmp_path):
 
     runs = search_runs(f"sqlite:///{res}/mlflow.db", "tiny")
     assert len(runs) == 2
-    assert (res / "tables" / "summary.csv").read_text().count("tiny_reg") == 2
+    # two runs + the trivial-baseline row of the dataset
+    assert (res / "tables" / "summary.csv").read_text().count("tiny_reg,standin,") == 2
+    assert (res / "tables" / "summary.csv").read_text().count("tiny_reg,") == 3
 
 
 def test_gpu_algorithms_ask_slurm_for_a_gpu(tmp_path):

@@ -49,9 +49,68 @@ def test_import_is_idempotent_and_complete(runs, tmp_path):
     assert [m.step for m in hist] == [1, 2, 3, 4]
     assert all(m.timestamp > 1_600_000_000_000 for m in hist)
     assert [m.timestamp for m in hist] == sorted(m.timestamp for m in hist)
-    assert "final.test_error" in run.data.metrics and "final.peak_rss_mb" in run.data.metrics
+    assert "final.test_error" in run.data.metrics and "final.peak_mem_mb" in run.data.metrics
     arts = {a.path for a in client.list_artifacts(rid)}
-    assert {"final.json", "metrics.csv", "params.json", "model.pkl"} <= arts
+    assert {"final.json", "metrics.csv", "params.json", "history.csv"} <= arts
+
+
+def test_mlflow_run_is_what_users_expect(runs, tmp_path, monkeypatch):
+    """Real start/end times, constants as params, per-iteration history as stepped metrics, the
+    model loadable by mlflow.pyfunc, the dataset as an input, provenance tags, a parent run."""
+    import mlflow
+    import numpy as np
+    from mlflow.tracking import MlflowClient
+
+    root, dirs = runs
+    monkeypatch.setenv(tracking.GIT_ENV, "0123abc")
+    monkeypatch.setenv(tracking.CONFIG_HASH_ENV, "feedbeef0001")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    recs = tracking.import_runs(uri, "t", dirs[:2], parent_name="pipeline test")
+    client = MlflowClient(uri)
+    run = client.get_run(recs[0]["run_id"])
+    final = json.loads((dirs[0] / "final.json").read_text())
+    # Duration = the job's wall time (start of training to final.json), not a few ms
+    assert run.info.start_time == int(final["started_at"] * 1000)
+    assert run.info.end_time == int(final["finished_at"] * 1000)
+    assert run.info.end_time - run.info.start_time >= 1000 * final["train_time_s"] * 0.99
+    # constants are params, never metrics
+    for k in ("n_train", "d", "n_test", "segments"):
+        assert k in run.data.params and f"final.{k}" not in run.data.metrics
+    assert run.data.params["n_train"] == "3000"
+    assert not any(k in ("final.seed", "final.resumed", "final.n_iter", "test_rows",
+                         "final.test_rows") for k in run.data.metrics)
+    # history: one point per iteration (SPEC: 4 segments x 3 iterations), step = iteration
+    hist = client.get_metric_history(run.info.run_id, "history.objective")
+    assert [m.step for m in hist] == list(range(1, 13))
+    # the model: an MLflow model that pyfunc loads and predicts with
+    X = np.load(dirs[0] / "input_example.npy")
+    model = mlflow.pyfunc.load_model(f"runs:/{run.info.run_id}/model")
+    import pickle
+
+    ref = pickle.loads((dirs[0] / "model.pkl").read_bytes()).predict(X)
+    assert np.array_equal(np.asarray(model.predict(X)), ref)
+    # dataset input, provenance tags, parent
+    (ds,) = run.inputs.dataset_inputs
+    assert ds.dataset.name == "toyc" and ds.dataset.digest
+    assert run.data.tags["mlflow.source.git.commit"] == "0123abc"
+    assert run.data.tags["kernelscale.config_hash"] == "feedbeef0001"
+    parent = client.get_run(run.data.tags["mlflow.parentRunId"])
+    assert parent.info.run_name == "pipeline test"
+    assert parent.data.tags["kernelscale.config_hash"] == "feedbeef0001"
+    # a second invocation: one new parent holding all listed runs; the old, now empty, is gone
+    recs2 = tracking.import_runs(uri, "t", dirs, parent_name="pipeline again")
+    assert [r["action"] for r in recs2] == ["unchanged"] * 2 + ["created"] * 2
+    all_runs = client.search_runs([run.info.experiment_id])
+    parents = [r for r in all_runs if r.data.tags.get("kernelscale.kind") == "pipeline"]
+    assert [p.info.run_name for p in parents] == ["pipeline again"]
+    children = [r for r in all_runs if r.data.tags.get("kernelscale.kind") == "run"]
+    assert len(children) == 4
+    assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
+    # the UI opens the experiment on its model-training view, not GenAI
+    exp = client.get_experiment(run.info.experiment_id)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    # tables never see the parents
+    assert len(tracking.search_runs(uri, "t")) == 4
 
 
 def test_changed_run_folder_replaces_its_run(runs, tmp_path):
@@ -81,18 +140,32 @@ def test_tables_and_plots(runs, tmp_path):
     root, dirs = runs
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     tracking.import_runs(uri, "t", dirs)
-    df = tables.write_tables(tracking.search_runs(uri, "t"), tmp_path / "s.csv", tmp_path / "s.md")
-    assert len(df) == 4
-    assert list(df[["dataset", "seed"]].itertuples(index=False, name=None)) == [
-        ("toyc", 0), ("toyc", 1), ("toyr", 0), ("toyr", 1)]
+    df = tables.write_tables(tracking.search_runs(uri, "t"), tmp_path / "s.csv", tmp_path / "s.md",
+                             wide_csv_path=tmp_path / "w.csv")
+    assert len(df) == 6  # 4 runs + one trivial baseline per dataset
+    assert list(df[["dataset", "algorithm"]].itertuples(index=False, name=None)) == [
+        ("toyc", "standin"), ("toyc", "standin"), ("toyc", tables.BASELINE),
+        ("toyr", "standin"), ("toyr", "standin"), ("toyr", tables.BASELINE)]
+    assert list(df["seed"].iloc[[0, 1, 3, 4]]) == [0, 1, 0, 1]
     assert set(df["metric"]) == {"test_error", "test_rmse"}
-    assert df["value"].notna().all() and (df["train_time_s"] > 0).all()
-    assert (df["peak_rss_mb"] > 0).all()
+    runs_only = df[df["algorithm"] != tables.BASELINE]
+    assert df["value"].notna().all() and (runs_only["train_time_s"] > 0).all()
+    assert (runs_only["predict_time_s"] > 0).all() and (runs_only["model_size_mb"] > 0).all()
+    assert (runs_only["peak_mem_mb"] >= 0).all()
+    assert not runs_only["at_baseline"].any()  # the stand-in learns (accuracy > 0.6)
     md = (tmp_path / "s.md").read_text()
-    assert "| toyc" in md and "Mean over seeds" in md
+    assert "| toyc" in md and "Mean over seeds" in md and "Algorithms x datasets" in md
+    import pandas as pd
+
+    wide = pd.read_csv(tmp_path / "w.csv")
+    assert list(wide["algorithm"]) == ["standin", tables.BASELINE]
+    assert {"toyc: error", "toyc: fit s", "toyc: predict s", "toyc: size MB", "toyr: rmse",
+            "toyr: at_baseline"} <= set(wide.columns)
+    assert wide["toyc: error"].iloc[0] == pytest.approx(runs_only["value"].iloc[:2].mean())
     from kernelscale.plots import plot_dataset
 
     plot_dataset(dirs[:2], "toyc", tmp_path / "m.png", tmp_path / "o.png")
+    plot_dataset(dirs[2:], "toyr", tmp_path / "m2.png", tmp_path / "o2.png")
     for p in ("m.png", "o.png"):
         assert (tmp_path / p).read_bytes()[:4] == b"\x89PNG"
 
@@ -111,3 +184,89 @@ def test_cli_tracking_commands(runs, tmp_path, capsys):
     rec = json.loads((tmp_path / "imp.json").read_text())
     assert len(rec["runs"]) == 4
     assert "4 runs" in capsys.readouterr().out
+
+
+def test_tables_follow_the_config(runs, tmp_path):
+    """Runs the import job did not list (other configs' runs) stay in MLflow, out of the table."""
+    from kernelscale.cli import main
+
+    root, dirs = runs
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    tracking.import_runs(uri, "t", dirs)  # an earlier, bigger config: 4 runs in MLflow
+    assert main(["track", "--uri", uri, "--experiment", "t", "--parent",
+                 "--out", str(tmp_path / "imp.json"), str(dirs[0]), str(dirs[2])]) == 0
+    assert main(["tables", "--uri", uri, "--experiment", "t", "--runs-from",
+                 str(tmp_path / "imp.json"), "--csv", str(tmp_path / "s.csv"),
+                 "--md", str(tmp_path / "s.md")]) == 0
+    import pandas as pd
+
+    df = pd.read_csv(tmp_path / "s.csv")
+    runs_only = df[df["algorithm"] != tables.BASELINE]
+    assert list(zip(runs_only["dataset"], runs_only["seed"], strict=True)) == [("toyc", 0), ("toyr", 0)]
+    assert len(tracking.search_runs(uri, "t")) == 4
+
+
+def test_at_baseline_flag_and_warning(tmp_path, capsys):
+    """A model that predicts the majority class is flagged in final.json, warned about in the
+    log and marked in the tables; a model that learns is not."""
+    import numpy as np
+
+    from kernelscale.train_run import at_baseline, trivial_baseline
+
+    b = trivial_baseline("binary", np.array([0, 1, 1, 1]), np.array([1, 1, 0, 1]))
+    assert b["baseline_value"] == pytest.approx(0.25) and "majority class (1)" in b["baseline"]
+    r = trivial_baseline("regression", np.array([1.0, 3.0]), np.array([2.0, 4.0]))
+    assert r["baseline_value"] == pytest.approx(np.sqrt((0 + 4) / 2))
+    assert at_baseline(0.25, 0.25) and at_baseline(0.249, 0.25) and not at_baseline(0.2, 0.25)
+
+    from kernelscale import registry
+
+    data = make_prepared(tmp_path / "data", "toyb", "binary")
+    # scikit-learn's DummyClassifier predicts the training labels' majority class: exactly the
+    # trivial baseline, whatever the data
+    registry.register("dummy", classification="sklearn.dummy:DummyClassifier")
+    try:
+        spec = {"estimator": "dummy", "params": {"strategy": "most_frequent"}, "device": "cpu"}
+        out = tmp_path / "results" / "runs" / "toyb" / "dummy" / "seed0"
+        final = train(data, out, "dummy", spec, seed=0)
+    finally:
+        registry.ALGORITHMS.pop("dummy", None)
+        registry.PRESETS.pop("dummy", None)
+    log = capsys.readouterr().out
+    assert final["value"] == pytest.approx(final["baseline_value"]) and final["at_baseline"]
+    assert "WARNING: toyb/dummy/seed0 is at the trivial baseline" in log
+    good_dir = tmp_path / "results" / "runs" / "toyb" / "standin" / "seed1"
+    good = train(data, good_dir, "standin", SPEC, seed=1)
+    assert not good["at_baseline"] and good["value"] < 0.5 * good["baseline_value"]
+    assert "WARNING" not in capsys.readouterr().out
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    tracking.import_runs(uri, "t", [out, good_dir])
+    df = tables.write_tables(tracking.search_runs(uri, "t"), tmp_path / "s.csv", tmp_path / "s.md")
+    assert list(zip(df["algorithm"], df["at_baseline"], strict=True)) == [
+        ("dummy", True), ("standin", False), (tables.BASELINE, True)]
+    md = (tmp_path / "s.md").read_text()
+    assert "**toyb/dummy/seed0** is at the trivial baseline" in md
+    wide = md.split("## Algorithms x datasets")[1].split("## One row")[0]
+    marked = [ln.split("|")[1].strip() for ln in wide.splitlines() if "⚠" in ln]
+    assert marked == ["dummy"]  # the dummy's error in the wide table; not the baseline row
+
+
+def test_plot_colours_fixed_and_objectives_grouped(tmp_path):
+    """One colour per algorithm name whatever the figure; objectives share a panel only when
+    they are the same function (same estimator class, loss, regulariser, kernel ...)."""
+    from kernelscale import registry
+    from kernelscale.plots import algorithm_color, objective_signature
+
+    names = list(registry.ALGORITHMS)
+    assert len({algorithm_color(n) for n in names}) == len(names)  # all distinct
+    assert algorithm_color("my_variant") == algorithm_color("my_variant")
+
+    def run(estimator, **params):
+        return {"final": {"estimator": estimator, "task": "binary"},
+                "params": {"params": {"loss": None, "reg": 1e-4, "kernel": "gaussian",
+                                      **params}}}
+
+    assert objective_signature(run("dsg")) == objective_signature(run("udsg"))
+    assert objective_signature(run("dsg")) != objective_signature(run("dsg", reg=1e-3))
+    assert objective_signature(run("dsg")) != objective_signature(run("dsg", loss="hinge"))
+    assert objective_signature(run("dsg")) != objective_signature(run("rff_sgd"))

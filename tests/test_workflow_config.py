@@ -97,7 +97,23 @@ def test_check_config_cli_reports_one_line(tmp_path, capsys):
     p.write_text(yaml.safe_dump(c))
     with pytest.raises(SystemExit) as e:
         main(["check-config", str(p), "--schema", str(ROOT / "workflow/schemas/config.schema.yaml")])
-    assert str(e.value) == "config.yaml: experiments.0.seeds.0: 'x' is not of type 'integer'"
+    assert str(e.value) == f"{p}: experiments.0.seeds.0: 'x' is not of type 'integer'"
+
+
+def test_check_config_merges_files_and_names_the_one_with_the_mistake(tmp_path, capsys):
+    from kernelscale.cli import main
+
+    schema = str(ROOT / "workflow/schemas/config.schema.yaml")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(yaml.safe_dump(BASE))
+    b.write_text(yaml.safe_dump({"algorithms": {"dsg": {"device": "tpu"}}}))
+    with pytest.raises(SystemExit) as e:
+        main(["check-config", str(a), str(b), "--schema", schema])
+    assert str(e.value).startswith(f"{b}: algorithms.dsg.device: 'tpu' is not one of")
+    b.write_text(yaml.safe_dump({"algorithms": {"dsg": {"device": "cpu"}}}))
+    assert main(["check-config", str(a), str(b), "--schema", schema]) == 0
+    assert capsys.readouterr().out.strip() == f"{a} + {b}: ok"
+    pipeline.set_config_files([])
 
 
 def test_bench_target_passes_the_config_to_the_harness(tmp_path):
@@ -124,3 +140,86 @@ def test_bench_target_passes_the_config_to_the_harness(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     cmd = [ln for ln in (r.stdout + r.stderr).splitlines() if "harness.py" in ln]
     assert cmd and "--sections blocks --quick" in cmd[0] and "--tracking-uri" in cmd[0]
+
+
+def test_unused_catalogue_datasets_may_have_todo_checksums():
+    """config/papers.yaml merged into config.yaml validates while no experiment names its
+    datasets (their checksums are still TODO); naming one makes the TODO an error that names
+    config/papers.yaml, the file holding the key."""
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    papers = yaml.safe_load((ROOT / "config" / "papers.yaml").read_text())
+    update_config(config, papers)
+    pipeline.set_config_files(["config.yaml"], ["config.yaml", "config/papers.yaml"])
+    try:
+        assert pipeline.semantic_errors(config) == []
+        todo = next(n for n, s in papers["datasets"].items()
+                    if "TODO" in str(s.get("sha256", "")))
+        config["experiments"].append({"datasets": [todo], "algorithms": ["dsg"], "seeds": [0]})
+        errors = pipeline.semantic_errors(config)
+        assert errors == [f"config/papers.yaml: datasets.{todo}.sha256: checksum not filled in "
+                          "yet (TODO-verify-on-first-download); get the file from a trusted "
+                          "source and put its sha256 here (`sha256sum FILE`, or `kernelscale "
+                          "checksum URL` to download and hash it)"]
+    finally:
+        pipeline.set_config_files([])
+
+
+def test_errors_name_the_config_file_holding_the_key(tmp_path):
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(BASE))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(
+        {"algorithms": {"dsg": {"estimator": "nope"}}}))
+    a, b = str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")
+    pipeline.set_config_files([a], [a, b])
+    try:
+        config = copy.deepcopy(BASE)
+        config["algorithms"]["dsg"]["estimator"] = "nope"  # as Snakemake merges b over a
+        errors = pipeline.semantic_errors(config)
+        assert len(errors) == 1 and errors[0].startswith(
+            f"{b}: algorithms.dsg.estimator: unknown estimator 'nope'")
+        assert pipeline.config_file_of(("experiments", 0, "datasets")) == a
+        # the Snakefile's own config.yaml loses to --configfile files holding the same key
+        pipeline.set_config_files([a, b], [b])
+        assert pipeline.config_file_of(("algorithms", "dsg")) == b
+    finally:
+        pipeline.set_config_files([])
+    assert pipeline.config_file_of(("algorithms",)) == "config.yaml"
+
+
+def test_failed_job_lines(tmp_path):
+    log = tmp_path / "results" / "logs" / "train" / "x" / "dsg" / "seed0.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("train x/dsg/seed0: ...\nkernelscale train: error: ValueError: bad thing\n")
+    smk_log = tmp_path / "snakemake.log"
+    smk_log.write_text(f"""[Mon]
+Error in rule train:
+    message: None
+    jobid: 4
+    input: results/data/x/meta.json
+    output: results/runs/x/dsg/seed0/final.json
+    log: {log} (check log file(s) for error details)
+    shell:
+        python -m kernelscale.cli train --spec '{{"a": 1}}' > {log} 2>&1
+""")
+    assert pipeline.failed_job_lines([smk_log]) == [
+        "failed: rule train (x/dsg; config algorithms.dsg in config.yaml): kernelscale train: "
+        f"error: ValueError: bad thing [log: {log}]"]
+    assert pipeline.failed_job_lines(tmp_path / "missing.log") == []
+
+
+@pytest.mark.parametrize("paper", ["dsg", "rb", "eigenpro"])
+def test_paper_experiment_files_validate(paper, capsys):
+    """config/papers/<paper>.yaml merged over config.yaml and config/papers.yaml passes the
+    schema and the name checks; the only problems left are the TODO checksums of the datasets it
+    names, each one line naming config/papers.yaml."""
+    from kernelscale.cli import main
+
+    files = ["config.yaml", "config/papers.yaml", f"config/papers/{paper}.yaml"]
+    schema = str(ROOT / "workflow/schemas/config.schema.yaml")
+    rc = main(["check-config", *(str(ROOT / f) for f in files), "--schema", schema])
+    lines = capsys.readouterr().err.strip().splitlines()
+    if rc == 0:
+        return
+    assert lines and all(ln.startswith(f"{ROOT / 'config/papers.yaml'}: datasets.")
+                         and "checksum not filled in yet" in ln for ln in lines), lines

@@ -6,11 +6,13 @@ through a sitecustomize on PYTHONPATH), so these tests check the workflow, not t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,7 @@ def make_workdir(tmp: Path, config: dict) -> tuple[Path, dict]:
     shutil.copytree(ROOT / "workflow", tmp / "workflow",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "envs", tmp / "envs")
+    shutil.copytree(ROOT / "profiles", tmp / "profiles")  # rerun-incomplete etc.
     (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     site = tmp / "site"
     site.mkdir()
@@ -111,6 +114,19 @@ def test_default_config_dry_run():
         assert f"results/runs/{d}/{a}/seed{s}/final.json" in out or "Nothing to be done" in out
 
 
+def test_papers_catalogue_merges_into_a_dry_run():
+    """config/papers.yaml (datasets with TODO checksums, named by no experiment) merged with
+    config.yaml: the dry run plans the default experiment instead of failing on checksums."""
+    if not data_stage_has_rules():
+        pytest.skip("the data stage's rules (workflow/rules/prepare.smk) are not there yet")
+    r = subprocess.run([*SNAKEMAKE, "-n", "--cores", "2", "--configfile", "config.yaml",
+                        "config/papers.yaml"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "TODO" not in out and "covtype" not in out
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     workdir, env = make_workdir(tmp_path_factory.mktemp("wf"), TINY)
@@ -125,12 +141,16 @@ def test_end_to_end(finished):
     import pandas as pd
 
     summary = pd.read_csv(res / "tables" / "summary.csv")
-    assert len(summary) == N_RUNS
-    assert set(summary["algorithm"]) == {"standin", "oneshot"}
-    assert summary["value"].notna().all() and (summary["train_time_s"] > 0).all()
+    runs = summary[summary["algorithm"] != "trivial baseline"]
+    assert len(runs) == N_RUNS and len(summary) == N_RUNS + 2  # + one baseline per dataset
+    assert set(runs["algorithm"]) == {"standin", "oneshot"}
+    assert summary["value"].notna().all() and (runs["train_time_s"] > 0).all()
+    assert (runs["predict_time_s"] > 0).all()
     assert (res / "tables" / "summary.md").read_text().count("| tiny_") >= N_RUNS
+    wide = pd.read_csv(res / "tables" / "wide.csv")
+    assert list(wide["algorithm"]) == ["standin", "oneshot", "trivial baseline"]
     for d in ("tiny_clf", "tiny_reg"):
-        for kind in ("metric_vs_time", "objective_vs_iter"):
+        for kind in ("metric_vs_time", "objective_vs_time"):
             assert (res / "plots" / d / f"{kind}.png").stat().st_size > 1000
     run = res / "runs" / "tiny_clf" / "standin" / "seed1"
     for f in ("params.json", "metrics.csv", "final.json", "model.pkl"):
@@ -141,6 +161,8 @@ def test_end_to_end(finished):
 
     runs = search_runs(f"sqlite:///{res}/mlflow.db", "tiny")
     assert len(runs) == N_RUNS
+    assert runs["tags.mlflow.parentRunId"].nunique() == 1  # one parent for this invocation
+    assert runs["tags.kernelscale.config_hash"].notna().all()
 
 
 @pytest.mark.slow
@@ -219,3 +241,105 @@ def test_bad_config_one_line_error_nothing_written(tmp_path, case):
     after = sorted(p.relative_to(workdir) for p in (workdir / "results").rglob("*")) \
         if (workdir / "results").exists() else []
     assert after == before
+
+
+# ----------------------------------------------------------------------------- kill and resume
+KILL = {
+    "datasets": {"tiny_clf": TINY["datasets"]["tiny_clf"]},
+    "algorithms": {"slow": {"estimator": "standin", "params": {"n_iter": 1, "sleep": 0.3},
+                            "device": "cpu", "segments": 12}},
+    "experiments": [{"datasets": ["tiny_clf"], "algorithms": ["slow"], "seeds": [0]}],
+    "tracking": {"experiment": "kill"},
+}
+SAME = ["dataset", "algorithm", "seed", "metric", "value", "test_accuracy", "n_train", "d"]
+
+
+def _checkpoint_segment(run: Path) -> int:
+    import pickle
+
+    try:
+        return pickle.loads((run / "checkpoint.pkl").read_bytes())["segment"]
+    except Exception:  # absent, or being replaced
+        return 0
+
+
+def _wait_for_segment(proc, run: Path, segment: int, timeout=240) -> None:
+    deadline = time.time() + timeout
+    while _checkpoint_segment(run) < segment:
+        assert proc.poll() is None, "snakemake ended before the kill: " + proc.stdout.read()[-3000:]
+        assert time.time() < deadline, "training did not reach the checkpoint in time"
+        time.sleep(0.05)
+
+
+def _train_pids(workdir: Path) -> list[int]:
+    """The `kernelscale.cli train` python processes working in ``workdir``."""
+    pids = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(p / "cwd")).resolve()
+        except OSError:
+            continue
+        if cwd == workdir.resolve() and b"kernelscale.cli" in argv and b"train" in argv \
+                and Path(argv[0].decode()).name.startswith("python"):
+            pids.append(int(p.name))
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="finds the train process in /proc")
+def test_plain_rerun_resumes_after_kill_9(tmp_path):
+    """kill -9 of a train job, then kill -9 of snakemake with its jobs mid-training: a plain
+    `snakemake --cores 1` (no --unlock, no --rerun-incomplete on the command line) resumes from
+    the checkpoint and ends with the table of an uninterrupted run."""
+    import signal
+
+    import pandas as pd
+
+    (tmp_path / "ref").mkdir()
+    ref, env = make_workdir(tmp_path / "ref", KILL)
+    smk(ref, env, "--cores", "1")
+    expected = pd.read_csv(ref / "results" / "tables" / "summary.csv")[SAME]
+
+    (tmp_path / "killed").mkdir()
+    workdir, env = make_workdir(tmp_path / "killed", KILL)
+    run = workdir / "results" / "runs" / "tiny_clf" / "slow" / "seed0"
+
+    def start():
+        return subprocess.Popen([*SNAKEMAKE, "--cores", "1"], cwd=workdir, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+
+    # 1. the train job alone is killed: snakemake reports the failed job and stops
+    proc = start()
+    _wait_for_segment(proc, run, 2)
+    pids = _train_pids(workdir)
+    assert len(pids) == 1
+    os.kill(pids[0], signal.SIGKILL)
+    assert proc.wait(timeout=120) != 0
+    proc.stdout.close()
+    first = _checkpoint_segment(run)
+    assert not (run / "final.json").exists() and 2 <= first <= 8
+
+    # 2. snakemake and its jobs are killed (kill -9 of the process group: lock + incomplete left)
+    proc = start()
+    _wait_for_segment(proc, run, first + 2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    assert any((workdir / ".snakemake" / "locks").glob("*.lock")), "no stale lock to handle"
+    assert any((workdir / ".snakemake" / "incomplete").iterdir()), "no incomplete marker"
+    assert not (run / "final.json").exists() and _checkpoint_segment(run) < 12
+
+    # 3. a plain rerun resumes
+    r = smk(workdir, env, "--cores", "1")
+    assert "removed a stale Snakemake lock" in r.stderr
+    log = (workdir / "results" / "logs" / "train" / "tiny_clf" / "slow" / "seed0.log").read_text()
+    assert "resuming tiny_clf/slow/seed0 from checkpoint after segment" in log
+    final = json.loads((run / "final.json").read_text())
+    assert final["resumed"] == 2 and final["n_iter"] == 12
+    assert list(pd.read_csv(run / "metrics.csv")["step"]) == list(range(1, 13))
+    got = pd.read_csv(workdir / "results" / "tables" / "summary.csv")[SAME]
+    pd.testing.assert_frame_equal(got, expected)

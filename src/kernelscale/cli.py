@@ -176,7 +176,7 @@ def _cmd_tracking_init(a) -> None:
 
 
 def _cmd_track(a) -> None:
-    from .tracking import import_runs
+    from .tracking import import_runs, pipeline_run_name
 
     if a.out:  # before the import, not after it
         _check_writable(Path(a.out).parent, "the record's folder")
@@ -188,7 +188,8 @@ def _cmd_track(a) -> None:
             run_records(d)
     _check_reachable(a.uri)
     with _StoreLock(a.uri):
-        records = import_runs(a.uri, a.experiment, a.run_dirs)
+        records = import_runs(a.uri, a.experiment, a.run_dirs,
+                              parent_name=pipeline_run_name() if a.parent else None)
     counts = {k: sum(r["action"] == k for r in records) for k in ("created", "replaced", "unchanged")}
     print(f"mlflow import into {a.uri} ({a.experiment}): {counts}", flush=True)
     if a.out:
@@ -196,11 +197,16 @@ def _cmd_track(a) -> None:
 
 
 def _cmd_tables(a) -> None:
-    from .tables import write_tables
+    from .tables import BASELINE, run_ids_from_import, write_tables
     from .tracking import search_runs
 
-    for path in (a.csv, a.md):
+    for path in (a.csv, a.md) + ((a.wide_csv,) if a.wide_csv else ()):
         _check_writable(Path(path).parent, "the tables folder")
+    try:
+        ids = run_ids_from_import(a.runs_from) if a.runs_from else None
+    except (ValueError, KeyError, TypeError) as e:  # FileNotFoundError: named by error_line
+        raise UserError(f"{a.runs_from}: not an import record of `kernelscale track --out` "
+                        f"({' '.join(str(e).split()) or type(e).__name__})") from None
     _check_reachable(a.uri)
     runs = search_runs(a.uri, a.experiment) if _experiment_exists(a.uri, a.experiment) else None
     if runs is None or len(runs) == 0:
@@ -208,8 +214,12 @@ def _cmd_tables(a) -> None:
         what = "does not exist" if runs is None else "has no runs"
         raise UserError(f"experiment {a.experiment!r} {what} in the tracking store {a.uri}; "
                         "run `kernelscale track` (or the workflow) first")
-    df = write_tables(runs, a.csv, a.md)
-    print(f"wrote {a.csv} and {a.md} ({len(df)} runs)", flush=True)
+    if ids is not None and not runs["run_id"].isin(set(ids)).any():
+        raise UserError(f"none of the runs of {a.runs_from} is in experiment {a.experiment!r} "
+                        f"of the tracking store {a.uri}; run `kernelscale track` again")
+    df = write_tables(runs, a.csv, a.md, run_ids=ids, wide_csv_path=a.wide_csv)
+    print(f"wrote {a.csv} and {a.md} ({int((df['algorithm'] != BASELINE).sum())} runs)",
+          flush=True)
 
 
 def _cmd_plots(a) -> None:
@@ -247,14 +257,21 @@ def _cmd_check_config(a) -> None:
     import jsonschema
     import yaml
 
-    from .pipeline import check, schema_error_line
+    # several files are merged as `snakemake --configfile A B` merges them; errors name the file
+    from snakemake.utils import update_config
 
-    config = load_yaml(a.configfile)
-    if config is None:
-        config = {}
-    if not isinstance(config, dict):
-        raise UserError(f"{a.configfile}: expected a mapping (datasets:, algorithms:, "
-                        f"experiments:, ...) at the top level, got {type(config).__name__}")
+    from .pipeline import check, schema_error_line, set_config_files
+
+    config = {}
+    for f in a.configfile:
+        part = load_yaml(f)  # a syntax error names the file, line and column
+        if part is None:
+            part = {}
+        if not isinstance(part, dict):
+            raise UserError(f"{f}: expected a mapping (datasets:, algorithms:, "
+                            f"experiments:, ...) at the top level, got {type(part).__name__}")
+        update_config(config, part)
+    set_config_files(a.configfile, a.configfile)
     schema_path = Path(a.schema)
     schema = load_yaml(schema_path)
     schema["$id"] = schema_path.resolve().as_uri()
@@ -269,11 +286,14 @@ def _cmd_check_config(a) -> None:
 
     registry = Registry(retrieve=retrieve)
     try:
-        jsonschema.Draft202012Validator(schema, registry=registry).validate(config)
-    except jsonschema.ValidationError as e:
-        raise SystemExit(schema_error_line(e)) from None
-    check(config)
-    print(f"{a.configfile}: ok", flush=True)
+        try:
+            jsonschema.Draft202012Validator(schema, registry=registry).validate(config)
+        except jsonschema.ValidationError as e:
+            raise SystemExit(schema_error_line(e)) from None
+        check(config)
+    finally:
+        set_config_files([])  # the module-level record must not outlive this command
+    print(f"{' + '.join(a.configfile)}: ok", flush=True)
 
 
 def int_at_least(low: int):
@@ -343,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--experiment", required=True)
         s.add_argument("--out", default=None, help="JSON record of what was done")
         if name == "track":
+            s.add_argument("--parent", action="store_true",
+                           help="group the runs under a new parent run (one per pipeline call)")
             s.add_argument("run_dirs", nargs="+", help="run folders (or their final.json)")
         s.set_defaults(func=func)
 
@@ -351,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--experiment", required=True)
     s.add_argument("--csv", required=True)
     s.add_argument("--md", required=True)
+    s.add_argument("--runs-from", default=None, metavar="IMPORTED_JSON",
+                   help="only the runs of this import record (`track --out`): the config's runs")
+    s.add_argument("--wide-csv", default=None, help="also write the algorithms x datasets table")
     s.set_defaults(func=_cmd_tables)
 
     s = sub.add_parser("plots", help="per-dataset figures from run folders")
@@ -360,8 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_dirs", nargs="+")
     s.set_defaults(func=_cmd_plots)
 
-    s = sub.add_parser("check-config", help="validate a config file")
-    s.add_argument("configfile")
+    s = sub.add_parser("check-config", help="validate config files (merged in order)")
+    s.add_argument("configfile", nargs="+")
     s.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
     s.set_defaults(func=_cmd_check_config)
 

@@ -17,6 +17,51 @@ class ConfigError(ValueError):
     """A one-line configuration error."""
 
 
+# Config files in increasing precedence (set by the Snakefile: several --configfile are merged,
+# and an error must name the file that holds the key, not always config.yaml).
+_CONFIG_FILES: list[str] = []
+_LOADED: dict[str, dict] = {}
+
+
+def set_config_files(files, command_line=()) -> None:
+    """Record the config files: the Snakefile's ``configfile:`` ones, then ``--configfile`` ones
+    (which Snakemake lets win over the Snakefile's, the last one winning)."""
+    cli = [str(f) for f in command_line or ()]
+    _CONFIG_FILES[:] = [str(f) for f in files if str(f) not in cli] + cli
+    _LOADED.clear()
+
+
+def _load(path: str) -> dict:
+    if path not in _LOADED:
+        import yaml
+
+        try:
+            with open(path) as f:
+                _LOADED[path] = yaml.safe_load(f) or {}
+        except (OSError, yaml.YAMLError):
+            _LOADED[path] = {}
+    return _LOADED[path]
+
+
+def config_file_of(key_path) -> str:
+    """The config file whose value for ``key_path`` (e.g. ``("datasets", "a9a", "sha256")``)
+    is the one in effect: the highest-precedence file holding the longest prefix of the path;
+    ``config.yaml`` when no file was recorded."""
+    best, best_depth = None, -1
+    for path in _CONFIG_FILES:
+        node, depth = _load(path), 0
+        for key in key_path:
+            if isinstance(node, dict) and key in node:
+                node, depth = node[key], depth + 1
+            elif isinstance(node, list) and str(key).isdigit() and int(key) < len(node):
+                node, depth = node[int(key)], depth + 1
+            else:
+                break
+        if depth > 0 and depth >= best_depth:
+            best, best_depth = path, depth
+    return best or "config.yaml"
+
+
 def schema_error_line(exc: BaseException) -> str:
     """One line from a (snakemake-wrapped) jsonschema ValidationError: key path + message."""
     import jsonschema
@@ -34,7 +79,7 @@ def schema_error_line(exc: BaseException) -> str:
         todo += [e.__cause__, e.__context__]
     if ve is None:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return f"config.yaml: {first}"
+        return f"{config_file_of(())}: {first}"
     best = jsonschema.exceptions.best_match([ve]) or ve
     ctx = list(best.context or [])
     if ctx:  # oneOf/anyOf: the deepest sub-error says most
@@ -43,7 +88,7 @@ def schema_error_line(exc: BaseException) -> str:
     msg = " ".join(best.message.split())
     if len(msg) > 300:
         msg = msg[:297] + "..."
-    return f"config.yaml: {path}: {msg}"
+    return f"{config_file_of(tuple(best.absolute_path))}: {path}: {msg}"
 
 
 def load_yaml_checked(path):
@@ -68,24 +113,35 @@ def semantic_errors(config: dict) -> list[str]:
     except ImportError:  # the data stage is not installed: schema checks only
         validate_dataset_spec = None
     if validate_dataset_spec is not None:
+        from .data.spec import TODO_SHA256
+
+        used = {d for exp in config.get("experiments") or [] for d in exp.get("datasets", [])}
         for name, spec in datasets.items():
             try:
                 validate_dataset_spec(name, spec)
             except Exception as e:  # DataError: already one line naming the key
-                errors.append(f"config.yaml: {str(e).splitlines()[0]}")
+                # A catalogue (config/papers.yaml) lists datasets whose checksums are still to
+                # be filled in: that only matters once an experiment downloads them.
+                if name not in used and TODO_SHA256 in str(e):
+                    continue
+                errors.append(f"{config_file_of(('datasets', name))}: "
+                              f"{str(e).splitlines()[0]}")
     for name, spec in algorithms.items():
         est = spec.get("estimator", name)
         if est not in registry.ALGORITHMS:
-            errors.append(f"config.yaml: algorithms.{name}.estimator: unknown estimator {est!r} "
+            errors.append(f"{config_file_of(('algorithms', name, 'estimator'))}: "
+                          f"algorithms.{name}.estimator: unknown estimator {est!r} "
                           f"(registered: {', '.join(sorted(registry.ALGORITHMS))})")
     for i, exp in enumerate(config.get("experiments") or []):
         for d in exp.get("datasets", []):
             if d not in datasets:
-                errors.append(f"config.yaml: experiments.{i}.datasets: unknown dataset {d!r} "
+                errors.append(f"{config_file_of(('experiments', i, 'datasets'))}: "
+                              f"experiments.{i}.datasets: unknown dataset {d!r} "
                               f"(known: {', '.join(sorted(datasets)) or 'none'})")
         for a in exp.get("algorithms", []):
             if a not in algorithms:
-                errors.append(f"config.yaml: experiments.{i}.algorithms: unknown algorithm {a!r} "
+                errors.append(f"{config_file_of(('experiments', i, 'algorithms'))}: "
+                              f"experiments.{i}.algorithms: unknown algorithm {a!r} "
                               f"(known: {', '.join(sorted(algorithms)) or 'none'})")
                 continue
             est = algorithms[a].get("estimator", a)
@@ -95,13 +151,15 @@ def semantic_errors(config: dict) -> list[str]:
                 task = (datasets.get(d) or {}).get("task")
                 kind = "regression" if task == "regression" else "classification"
                 if task and kind not in registry.ALGORITHMS[est]:
-                    errors.append(f"config.yaml: experiments.{i}: algorithm {a!r} does not do "
+                    errors.append(f"{config_file_of(('experiments', i))}: "
+                                  f"experiments.{i}: algorithm {a!r} does not do "
                                   f"{task} (dataset {d!r})")
     from .checks import config_errors  # parameter values and sizes (n_iter: 0, block_size: 1e8)
 
     errors += config_errors(config)
     if not runs(config) and not errors:
-        errors.append("config.yaml: experiments: no (dataset, algorithm, seed) to run")
+        errors.append(f"{config_file_of(('experiments',))}: experiments: no (dataset, "
+                      "algorithm, seed) to run")
     return errors
 
 
@@ -213,7 +271,159 @@ def job_environment(python: str, src, dask: dict | None = None) -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(src), pp]) if pp else str(src)
 
 
+def config_hash(config: dict) -> str:
+    """Short hash of the merged config (all --configfile files and --config overrides)."""
+    import hashlib
+
+    text = json.dumps(config, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def git_commit(basedir) -> str | None:
+    """HEAD of the workflow's git checkout, ``-dirty`` appended when tracked files changed;
+    None outside git."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(basedir), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(basedir), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def provenance_environment(config: dict, basedir) -> None:
+    """Hand the git commit and config hash to the MLflow import job through the environment
+    (``tracking.provenance_tags``): as rule params they would re-run the import after every
+    commit."""
+    import os
+
+    from .tracking import CONFIG_HASH_ENV, GIT_ENV
+
+    os.environ[CONFIG_HASH_ENV] = config_hash(config)
+    commit = git_commit(basedir)
+    if commit:
+        os.environ[GIT_ENV] = commit
+    else:
+        os.environ.pop(GIT_ENV, None)
+
+
 def conda_env(config: dict, name: str, basedir) -> str:
     """envs/gpu.yaml for algorithms on the GPU, envs/cpu.yaml otherwise (for --sdm conda)."""
     kind = "gpu" if config["algorithms"][name].get("device", "auto") == "gpu" else "cpu"
     return f"{basedir}/envs/{kind}.yaml"
+
+
+# ----------------------------------------------------------------------------- stale locks
+def _snakemake_pids(workdir) -> list[int] | None:
+    """PIDs of snakemake processes (any mode) working in ``workdir``, other than this process
+    and its ancestors (a shell or ``make`` that started us may carry 'snakemake' in its command
+    line). Linux /proc only; elsewhere the answer is unknown and None is returned."""
+    import os
+    from pathlib import Path
+
+    proc = Path("/proc")
+    if not (proc / "self" / "cmdline").exists():
+        return None
+    workdir = Path(workdir).resolve()
+    skip, pid = set(), os.getpid()
+    while pid > 1:  # ourselves and our ancestors
+        skip.add(pid)
+        try:
+            stat = (proc / str(pid) / "stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    found = []
+    for p in proc.iterdir():
+        if not p.name.isdigit() or int(p.name) in skip:
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(p / "cwd")).resolve()
+        except OSError:  # gone, or another user's process
+            continue
+        if cwd == workdir and any(Path(a.decode(errors="replace")).name == "snakemake"
+                                  for a in argv):
+            found.append(int(p.name))
+    return found
+
+
+def clear_stale_locks(workdir=".") -> str | None:
+    """Remove Snakemake's directory lock when no snakemake runs in ``workdir``.
+
+    ``kill -9`` of snakemake (or a lost node) leaves ``.snakemake/locks/`` behind, and the next
+    run stops with a LockException until someone runs ``--unlock``. The lock only guards against
+    two snakemake processes writing the same outputs, so a lock whose owner is gone is removed
+    here (called from the Snakefile, before Snakemake takes its own lock). Not removed when another
+    snakemake process works in this directory (this includes jobs still running from a killed
+    run, which would race with a rerun) or when that cannot be checked (no /proc).
+    Returns the line it printed, or None."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    locks = Path(workdir) / ".snakemake" / "locks"
+    if not locks.is_dir() or not any(locks.glob("*.lock")):
+        return None
+    others = _snakemake_pids(workdir)
+    if others is None or others:
+        return None
+    shutil.rmtree(locks, ignore_errors=True)
+    line = (f"kernelscale: removed a stale Snakemake lock in {Path(workdir).resolve()} "
+            "(no snakemake process is running there)")
+    print(line, file=sys.stderr, flush=True)
+    return line
+
+
+# ----------------------------------------------------------------------------- failed jobs
+def _job_config_key(rule: str, log: str):
+    """The config entry behind a failed job, from its log path (see the rules' ``log:``)."""
+    import re
+
+    m = re.search(r"logs/train/([^/]+)/([^/]+)/seed\d+\.log$", log)
+    if rule == "train" and m:
+        return ("algorithms", m.group(2)), f"{m.group(1)}/{m.group(2)}"
+    m = re.search(r"logs/(?:prepare|download)/([^/.]+(?:\.[^/]+)*?)(?:/[^/]+)?\.log$", log)
+    if rule in ("prepare", "download") and m:
+        return ("datasets", m.group(1)), m.group(1)
+    return None, None
+
+
+def failed_job_lines(snakemake_logs) -> list[str]:
+    """One line per failed job of a Snakemake run: the error line its kernelscale command wrote
+    in its log, the config entry behind the job and the file holding it, and the log's path, so
+    the end of the console says what went wrong and where to fix it without scrolling through
+    Snakemake's job dump (command line, JSON spec, ...). ``snakemake_logs``: the run's log
+    file(s) (the ``log`` of ``onerror``)."""
+    import re
+    from pathlib import Path
+
+    if isinstance(snakemake_logs, (str, Path)):
+        snakemake_logs = [snakemake_logs]
+    text = ""
+    for path in snakemake_logs or ():
+        try:
+            text += Path(path).read_text(errors="replace")
+        except OSError:
+            continue
+    lines = []
+    for m in re.finditer(r"Error in rule (\S+?):.*?\n\s+log: (\S+)", text, re.S):
+        rule, log = m.group(1), m.group(2)
+        try:
+            body = [ln for ln in Path(log).read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            body = []
+        errors = [ln for ln in body if ": error:" in ln]
+        last = (errors or body or ["(empty log)"])[-1].strip()
+        key, what = _job_config_key(rule, log)
+        where = (f" ({what}; config {'.'.join(key)} in {config_file_of(key)})" if key else "")
+        line = f"failed: rule {rule}{where}: {last} [log: {log}]"
+        if line not in lines:
+            lines.append(line)
+    return lines

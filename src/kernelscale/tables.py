@@ -1,74 +1,184 @@
 """Comparison tables from the tracking store (``mlflow.search_runs``).
 
 ``summary_table`` gives one row per dataset x algorithm x seed: the final test metric (error for
-classification, RMSE for regression, plus accuracy / R²), train time and peak memory.
-``aggregate_table`` gives mean ± std over seeds per dataset x algorithm.
+classification, RMSE for regression, plus accuracy / R²), fit time, predict time (the whole test
+set), the method's peak memory (over the process baseline), model size, and ``at_baseline``
+(the model is no better than the trivial baseline), then one ``trivial baseline`` row per
+dataset (majority class / mean predictor of the training labels, scored on the test set).
+``aggregate_table`` gives mean ± std over seeds per dataset x algorithm; ``wide_table`` puts the
+algorithms in rows and, per dataset, error / fit time / predict time / model size in columns.
+
+Only the runs of the config being run go into the tables: ``write_tables(..., run_ids=...)``
+keeps the MLflow runs that the pipeline's import job listed (``results/tracking/imported.json``);
+runs of other configs stay in MLflow.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 
-COLUMNS = ["dataset", "algorithm", "seed", "metric", "value", "test_accuracy", "test_r2",
-           "train_time_s", "peak_rss_mb", "n_train", "d", "device", "run_id"]
+BASELINE = "trivial baseline"
+COLUMNS = ["dataset", "algorithm", "seed", "metric", "value", "at_baseline", "test_accuracy",
+           "test_r2", "train_time_s", "predict_time_s", "peak_mem_mb", "model_size_mb",
+           "baseline_value", "n_train", "d", "device", "run_id"]
+WIDE_QUANTITIES = (("value", "error"), ("train_time_s", "fit s"), ("predict_time_s", "predict s"),
+                   ("model_size_mb", "size MB"))
 
 
-def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Flatten an ``mlflow.search_runs`` frame of imported runs into the summary table."""
+def run_ids_from_import(path) -> list[str]:
+    """MLflow run ids of an import record (``kernelscale track --out``): the config's runs."""
+    return [r["run_id"] for r in json.loads(Path(path).read_text())["runs"]]
+
+
+def _flag(v) -> bool:
+    return str(v).strip().lower() in ("true", "1", "1.0")
+
+
+def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
+    """Flatten an ``mlflow.search_runs`` frame of imported runs into the summary table (only the
+    runs in ``run_ids`` when given), with one trivial-baseline row per dataset."""
+    if runs is not None and run_ids is not None and len(runs):
+        runs = runs[runs["run_id"].isin(set(run_ids))]
     if runs is None or len(runs) == 0:
         return pd.DataFrame(columns=COLUMNS)
 
-    def col(name, default=None):
-        return runs[name] if name in runs.columns else pd.Series([default] * len(runs),
-                                                                  index=runs.index)
+    def col(*names, default=None):
+        for name in names:  # newer imports first, then the names of older ones
+            if name in runs.columns:
+                return runs[name]
+        return pd.Series([default] * len(runs), index=runs.index)
+
+    def num(*names):
+        return pd.to_numeric(col(*names), errors="coerce")
 
     df = pd.DataFrame({
         "dataset": col("tags.dataset"),
         "algorithm": col("tags.algorithm"),
-        "seed": pd.to_numeric(col("tags.seed"), errors="coerce").astype("Int64"),
+        "seed": num("tags.seed").astype("Int64"),
         "metric": col("tags.metric"),
-        "value": col("metrics.final.value"),
-        "test_accuracy": col("metrics.final.test_accuracy"),
-        "test_r2": col("metrics.final.test_r2"),
-        "train_time_s": col("metrics.final.train_time_s"),
-        "peak_rss_mb": col("metrics.final.peak_rss_mb"),
-        "n_train": pd.to_numeric(col("metrics.final.n_train"), errors="coerce").astype("Int64"),
-        "d": pd.to_numeric(col("metrics.final.d"), errors="coerce").astype("Int64"),
+        "value": num("metrics.final.value"),
+        "at_baseline": col("tags.at_baseline", default="False").map(_flag),
+        "test_accuracy": num("metrics.final.test_accuracy"),
+        "test_r2": num("metrics.final.test_r2"),
+        "train_time_s": num("metrics.final.train_time_s"),
+        "predict_time_s": num("metrics.final.predict_time_s"),
+        "peak_mem_mb": num("metrics.final.peak_mem_mb"),
+        "model_size_mb": num("metrics.final.model_size_mb"),
+        "baseline_value": num("metrics.final.baseline_value"),
+        "n_train": num("params.n_train", "metrics.final.n_train").astype("Int64"),
+        "d": num("params.d", "metrics.final.d").astype("Int64"),
         "device": col("tags.device"),
         "run_id": col("run_id"),
     })
-    return df.sort_values(["dataset", "algorithm", "seed"]).reset_index(drop=True)
+    rows = []
+    for (dataset, metric), g in df.groupby(["dataset", "metric"], dropna=False):
+        b = g["baseline_value"].dropna()
+        if len(b):  # the same for every run of a dataset: computed from its prepared labels
+            rows.append({"dataset": dataset, "algorithm": BASELINE, "metric": metric,
+                         "value": float(b.iloc[0]), "at_baseline": True,
+                         "baseline_value": float(b.iloc[0]),
+                         "n_train": g["n_train"].iloc[0], "d": g["d"].iloc[0]})
+    if rows:
+        df = pd.concat([df, pd.DataFrame(rows)], ignore_index=True)
+    df["seed"] = df["seed"].astype("Int64")
+    df["at_baseline"] = df["at_baseline"].astype(bool)
+    df["_base"] = df["algorithm"] == BASELINE  # baseline last within each dataset
+    df = df.sort_values(["dataset", "_base", "algorithm", "seed"]).drop(columns="_base")
+    return df.reset_index(drop=True)[COLUMNS]
 
 
 def aggregate_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds per dataset x algorithm."""
+    """Mean and std over seeds per dataset x algorithm (``at_baseline``: any seed at it)."""
+    cols = ["dataset", "algorithm", "metric", "seeds", "value_mean", "value_std", "at_baseline",
+            "train_time_s_mean", "predict_time_s_mean", "peak_mem_mb_max", "model_size_mb_mean"]
     if len(summary) == 0:
-        return pd.DataFrame(columns=["dataset", "algorithm", "metric", "seeds", "value_mean",
-                                     "value_std", "train_time_s_mean", "peak_rss_mb_max"])
-    g = summary.groupby(["dataset", "algorithm", "metric"], dropna=False)
+        return pd.DataFrame(columns=cols)
+    g = summary.groupby(["dataset", "algorithm", "metric"], dropna=False, sort=False)
     out = g.agg(seeds=("seed", "count"), value_mean=("value", "mean"),
-                value_std=("value", "std"), train_time_s_mean=("train_time_s", "mean"),
-                peak_rss_mb_max=("peak_rss_mb", "max")).reset_index()
+                value_std=("value", "std"), at_baseline=("at_baseline", "any"),
+                train_time_s_mean=("train_time_s", "mean"),
+                predict_time_s_mean=("predict_time_s", "mean"),
+                peak_mem_mb_max=("peak_mem_mb", "max"),
+                model_size_mb_mean=("model_size_mb", "mean")).reset_index()
+    return out[cols]
+
+
+def wide_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Algorithms in rows; per dataset its error (mean over seeds; RMSE for regression), fit
+    time, predict time and model size in columns named ``dataset: quantity``. A value at the
+    trivial baseline is kept as a number; ``at_baseline`` columns say which."""
+    agg = aggregate_table(summary)
+    if len(agg) == 0:
+        return pd.DataFrame(columns=["algorithm"])
+    agg = agg.rename(columns={"value_mean": "value", "train_time_s_mean": "train_time_s",
+                              "predict_time_s_mean": "predict_time_s",
+                              "model_size_mb_mean": "model_size_mb"})
+    order = [a for a in dict.fromkeys(agg["algorithm"]) if a != BASELINE] + [BASELINE]
+    out = pd.DataFrame({"algorithm": order})
+    for dataset, g in agg.groupby("dataset", sort=True):
+        g = g.set_index("algorithm")
+        metric = str(g["metric"].iloc[0]).replace("test_", "")
+        for q, label in WIDE_QUANTITIES:
+            name = f"{dataset}: {metric if q == 'value' else label}"
+            out[name] = out["algorithm"].map(g[q])
+        out[f"{dataset}: at_baseline"] = out["algorithm"].map(g["at_baseline"])
     return out
 
 
 def _markdown(df: pd.DataFrame) -> str:
     if len(df) == 0:
         return "_no runs_\n"
-    return df.to_markdown(index=False, floatfmt=".4g") + "\n"
+    return df.to_markdown(index=False, floatfmt=".4g", missingval="") + "\n"
 
 
-def write_tables(runs: pd.DataFrame, csv_path, md_path) -> pd.DataFrame:
-    """Write ``summary.csv`` and ``summary.md`` (per-run table, then mean over seeds)."""
-    summary = summary_table(runs)
+def _wide_markdown(wide: pd.DataFrame) -> str:
+    """The wide table with a ⚠ after every error at the trivial baseline (flag columns folded
+    in: a table a paper can take)."""
+    if wide.shape[1] <= 1:
+        return "_no runs_\n"
+    show = pd.DataFrame({"algorithm": wide["algorithm"]})
+    seen: set[str] = set()
+    for c in wide.columns[1:]:
+        dataset = c.split(": ")[0]
+        if c.endswith(": at_baseline"):
+            continue
+        col = wide[c].map(lambda v: "" if pd.isna(v) else f"{v:.4g}")
+        if dataset not in seen:  # a dataset's first column is its error (wide_table's order)
+            seen.add(dataset)
+            marks = (wide[f"{dataset}: at_baseline"].fillna(False).astype(bool)
+                     & (wide["algorithm"] != BASELINE))
+            col = col.where(~marks, col + " ⚠")
+        show[c] = col
+    return show.to_markdown(index=False) + "\n"
+
+
+def write_tables(runs: pd.DataFrame, csv_path, md_path, run_ids=None,
+                 wide_csv_path=None) -> pd.DataFrame:
+    """Write ``summary.csv`` (long: one row per run + baseline rows), ``summary.md`` (the wide
+    table, then the long one, then the mean over seeds) and, when asked, the wide table as CSV."""
+    summary = summary_table(runs, run_ids)
     csv_path, md_path = Path(csv_path), Path(md_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     summary.to_csv(csv_path, index=False)
-    text = ("# Summary: one row per dataset x algorithm x seed\n\n"
-            "`value` is the final test `metric` (error for classification, RMSE for regression; "
-            "lower is better).\n\n" + _markdown(summary.drop(columns=["run_id"]))
+    wide = wide_table(summary)
+    if wide_csv_path is not None:
+        wide.to_csv(wide_csv_path, index=False)
+    flagged = summary[summary["at_baseline"] & (summary["algorithm"] != BASELINE)]
+    warn = "".join(f"* **{r.dataset}/{r.algorithm}/seed{r.seed}** is at the trivial baseline "
+                   f"({r.metric} {r.value:.4g} vs {r.baseline_value:.4g})\n"
+                   for r in flagged.itertuples())
+    text = ("# Summary\n\n"
+            "Error = final test error (classification) or RMSE (regression), lower is better; "
+            "fit and predict times in seconds (predict: the whole test set), model size in MB "
+            "(pickled). `trivial baseline`: majority class / mean of the training labels. "
+            "⚠ / `at_baseline`: not 2 % better than the trivial baseline.\n\n"
+            + (warn + "\n" if warn else "")
+            + "## Algorithms x datasets (mean over seeds)\n\n" + _wide_markdown(wide)
+            + "\n## One row per dataset x algorithm x seed\n\n"
+            + _markdown(summary.drop(columns=["run_id"]))
             + "\n## Mean over seeds\n\n" + _markdown(aggregate_table(summary)))
     md_path.write_text(text)
     return summary

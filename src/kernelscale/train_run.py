@@ -8,8 +8,10 @@ device, segments) on a prepared dataset and writes ``out_dir``:
                     timestamp_ms, objective (when the solver reports one), test metrics
 * ``history.csv``   the estimator's ``history_`` (per-iteration objective etc.), when it has one
 * ``model.pkl``     the fitted estimator (pickle)
-* ``final.json``    final test metric, train time, peak RSS, device, sizes; written LAST, so its
-                    presence means the run is complete
+* ``final.json``    final test metric, train time, predict time (the final evaluation of the whole
+                    test set), the method's peak memory, model size, the trivial baseline (see
+                    ``trivial_baseline``), device, sizes; written LAST, so its presence means the
+                    run is complete
 * ``checkpoint.pkl`` while running: estimator + rows after each finished segment; removed at the end
 
 Iterative estimators (class attribute ``iterative = True``) are fitted in ``segments`` warm-started
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -92,6 +95,69 @@ def peak_rss_mb() -> float:
     return r / (1 << 20) if sys.platform == "darwin" else r / 1024
 
 
+def _proc_status_mb(field: str) -> float | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+class MethodMemory:
+    """The method's own peak memory: peak RSS during fit + evaluation minus the RSS just before.
+
+    The process RSS includes the interpreter, numpy, zarr, mlflow's imports (~200+ MB) and the
+    loading of the checkpoint, which say nothing about the method. On Linux the kernel's peak
+    (VmHWM) is reset to the current RSS by writing 5 to /proc/self/clear_refs, so ``peak()`` is
+    the high-water mark since ``start()``; elsewhere (or if the reset is refused) the process peak
+    since start-up is used, which can only over-state the baseline, never the method."""
+
+    def start(self) -> None:
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self.reset = True
+        except OSError:
+            self.reset = False
+        rss = _proc_status_mb("VmRSS")
+        self.base = rss if (self.reset and rss is not None) else peak_rss_mb()
+
+    def peak(self) -> float:
+        hwm = _proc_status_mb("VmHWM") if self.reset else None
+        return max(0.0, (hwm if hwm is not None else peak_rss_mb()) - self.base)
+
+
+def trivial_baseline(task: str, y_train, y_test) -> dict:
+    """What a model that ignores X scores on the test set: the majority class of the training
+    labels (classification, error) or their mean (regression, RMSE). A model near this value has
+    learned nothing."""
+    import numpy as np
+
+    y_train, y_test = np.asarray(y_train[:]), np.asarray(y_test[:])
+    if task == "regression":
+        mean = float(np.mean(y_train))
+        rmse = float(np.sqrt(np.mean((y_test.astype(np.float64) - mean) ** 2)))
+        return {"baseline": "mean predictor", "baseline_value": rmse}
+    values, counts = np.unique(y_train, return_counts=True)
+    majority = values[np.argmax(counts)]
+    return {"baseline": f"majority class ({_jsonable(majority)})",
+            "baseline_value": float(np.mean(y_test != majority))}
+
+
+AT_BASELINE_MARGIN = 0.02
+
+
+def at_baseline(value, baseline_value, margin: float = AT_BASELINE_MARGIN) -> bool:
+    """True when ``value`` (error or RMSE, lower is better) is not at least ``margin`` (relative)
+    better than the trivial baseline: such a model is no better than ignoring the inputs."""
+    if value is None or baseline_value is None:
+        return False
+    return float(value) >= (1.0 - margin) * float(baseline_value)
+
+
 def write_csv(path: Path, rows: list[dict]) -> None:
     cols: list[str] = []
     for r in rows:
@@ -102,6 +168,23 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         w.writeheader()
         w.writerows(rows)
     os.replace(tmp, path)
+
+
+def _write_input_example(path: Path, X_test, rows: int = 5) -> None:
+    """A few test rows: the MLflow model's input example and signature (the import job does not
+    open the dataset)."""
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(X_test[:rows]))
+    _atomic_write_bytes(path, buf.getvalue())
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _history_rows(history) -> list[dict]:
@@ -206,7 +289,8 @@ def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after:
     step_rows = int(spec.get("step_test_rows", 10000)) or None
 
     state = {"key": key, "segment": 0, "train_time": 0.0, "eval_time": 0.0, "rows": [],
-             "estimator": est, "peak_rss_mb": 0.0, "resumed": 0}
+             "estimator": est, "peak_rss_mb": 0.0, "peak_mem_mb": 0.0, "resumed": 0,
+             "started_at": time.time(), "predict_time": None}
     ckpt = out / CHECKPOINT
     if ckpt.is_file():
         try:
@@ -224,7 +308,7 @@ def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after:
                   f"{type(saved).__name__}); starting over", flush=True)
             saved = None
         if saved and saved.get("key") == key:
-            state = saved
+            state = {**state, **saved}  # checkpoints of older versions lack newer keys
             state["resumed"] += 1
             est = state["estimator"]
             print(f"resuming {dataset}/{algorithm}/seed{seed} from checkpoint after segment "
@@ -237,6 +321,8 @@ def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after:
     metric = primary_metric(task)
     progress = _Progress(segments, state["segment"], f"{dataset}/{algorithm}/seed{seed}")
     done_now = 0
+    memory = MethodMemory()
+    memory.start()  # after the data is opened and the checkpoint loaded: only fit + predict count
     try:
         while state["segment"] < segments:
             if stop_after is not None and done_now >= stop_after:
@@ -248,7 +334,11 @@ def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after:
             last_segment = state["segment"] + 1 == segments
             rows = None if last_segment else step_rows
             scores = evaluate(est, Xt, yt, task, chunk, max_rows=rows)
-            state["eval_time"] += time.perf_counter() - t1
+            eval_s = time.perf_counter() - t1
+            state["eval_time"] += eval_s
+            if last_segment:  # the whole test set: the method's prediction time
+                state["predict_time"] = eval_s
+            state["peak_mem_mb"] = max(state["peak_mem_mb"], memory.peak())
             state["segment"] += 1
             done_now += 1
             hist = getattr(est, "history_", None)
@@ -278,20 +368,35 @@ def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after:
     hist_rows = _history_rows(getattr(est, "history_", None))
     if hist_rows:
         write_csv(out / "history.csv", hist_rows)
-    _atomic_write_bytes(out / "model.pkl", pickle.dumps(est))
+    model_bytes = pickle.dumps(est)
+    _atomic_write_bytes(out / "model.pkl", model_bytes)
+    _write_input_example(out / "input_example.npy", Xt)
+    base = trivial_baseline(task, y, yt)
+    flagged = at_baseline(last[metric], base["baseline_value"])
     final = {"dataset": dataset, "algorithm": algorithm, "estimator": spec["estimator"],
              "seed": int(seed), "task": task, "metric": metric, "value": last[metric],
              **{k: v for k, v in last.items() if k.startswith("test_")},
              "objective": last.get("objective"), "n_iter": last.get("iter"),
              "segments": segments, "train_time_s": state["train_time"],
-             "eval_time_s": state["eval_time"],
-             "peak_rss_mb": max(state["peak_rss_mb"], peak_rss_mb()), "device": device,
+             "eval_time_s": state["eval_time"], "predict_time_s": state["predict_time"],
+             "peak_mem_mb": state["peak_mem_mb"],
+             "peak_rss_mb": max(state["peak_rss_mb"], peak_rss_mb()),
+             "model_size_mb": len(model_bytes) / 2**20, **base, "at_baseline": flagged,
+             "device": device,
              "n_train": meta.get("n_train"), "n_test": meta.get("n_test"), "d": meta.get("d"),
              "resumed": state["resumed"], "host": platform.node(),
-             "kernelscale_version": __version__, "finished_at": time.time()}
+             "kernelscale_version": __version__, "data_dir": str(data_dir.resolve()),
+             "data_digest": _file_digest(data_dir / "meta.json"), "started_at": state["started_at"],
+             "finished_at": time.time()}
     final = _jsonable(final)
     _atomic_write_text(out / "final.json", json.dumps(final, indent=2))
     ckpt.unlink(missing_ok=True)
+    if flagged:  # the one line a researcher must not miss in the log
+        print(f"WARNING: {dataset}/{algorithm}/seed{seed} is at the trivial baseline: "
+              f"{metric}={final['value']:.5g} vs {base['baseline']} {base['baseline_value']:.5g} "
+              f"(not {AT_BASELINE_MARGIN:.0%} better); it has learned nothing useful", flush=True)
     print(f"done {dataset}/{algorithm}/seed{seed}: {metric}={final['value']:.5g} "
-          f"train_time={final['train_time_s']:.2f}s peak_rss={final['peak_rss_mb']:.0f}MB", flush=True)
+          f"train_time={final['train_time_s']:.2f}s predict_time={final['predict_time_s'] or 0:.2f}s "
+          f"peak_mem={final['peak_mem_mb']:.0f}MB (process {final['peak_rss_mb']:.0f}MB)",
+          flush=True)
     return final

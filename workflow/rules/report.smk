@@ -1,5 +1,6 @@
-# Comparison tables (from MLflow) and per-dataset figures (from the run folders), registered
-# for `snakemake --report results/report.html` with captions from workflow/report/.
+# Comparison tables (from MLflow: the runs the import job listed, i.e. this config's runs) and
+# per-dataset figures (from the run folders), registered for `snakemake --report
+# results/report.html` with captions from workflow/report/.
 
 
 localrules:
@@ -17,6 +18,11 @@ rule tables:
             category="Tables",
         ),
         md="results/tables/summary.md",
+        wide=report(
+            "results/tables/wide.csv",
+            caption="../report/wide.rst",
+            category="Tables",
+        ),
     params:
         uri=TRACKING["uri"],
         experiment=TRACKING["experiment"],
@@ -26,7 +32,8 @@ rule tables:
         "../../envs/cpu.yaml"
     shell:
         "python -m kernelscale.cli tables --uri {params.uri:q} --experiment {params.experiment:q}"
-        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+        " --runs-from {input} --csv {output.csv} --md {output.md} --wide-csv {output.wide}"
+        " > {log} 2>&1"
 
 
 rule plots:
@@ -40,8 +47,8 @@ rule plots:
             subcategory="{dataset}",
         ),
         objective=report(
-            "results/plots/{dataset}/objective_vs_iter.png",
-            caption="../report/objective_vs_iter.rst",
+            "results/plots/{dataset}/objective_vs_time.png",
+            caption="../report/objective_vs_time.rst",
             category="Plots",
             subcategory="{dataset}",
         ),

@@ -1,5 +1,6 @@
 # MLflow: create the store once (parallel writers must not create a fresh SQLite file together),
-# then import every finished run folder (idempotent: one MLflow run per run folder).
+# then import every finished run folder of this config (idempotent: one MLflow run per run
+# folder), grouped under one parent run per pipeline invocation.
 
 
 localrules:
@@ -37,4 +38,4 @@ rule tracking_import:
         "../../envs/cpu.yaml"
     shell:
         "python -m kernelscale.cli track --uri {params.uri:q} --experiment {params.experiment:q}"
-        " --out {output} {input.finals} > {log} 2>&1"
+        " --parent --out {output} {input.finals} > {log} 2>&1"
