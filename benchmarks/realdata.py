@@ -78,10 +78,9 @@ def prepared(name: str, spec: dict, cache: Path):
     """(X_train, y_train, X_test, y_test, meta) of the pipeline's preparation, cached on disk."""
     import zarr
 
+    from kernelscale.data.errors import DataError
     from kernelscale.data.prepare import prepare_dataset
     from kernelscale.data.store import open_prepared
-
-    from kernelscale.data.errors import DataError
 
     out = cache / name
     if not (out / "meta.json").is_file():
@@ -137,7 +136,17 @@ class PeakRSS:
         return (self.peak - self.base) / 2**20
 
 
-def make_reference(name: str, task: str):
+def reference_dtype(n: int) -> str:
+    """float64 while the n x n kernel matrix takes at most 40 % of the memory available, else
+    float32: with alpha = 1 the system K + I has condition number <= n + 1, so float32's
+    Cholesky keeps ~1e-3 relative accuracy, far below the 2-5 % bounds it is a yardstick for
+    (kin40k and protein need 10-14 GB in float64, more than a shared 24 GB machine has free)."""
+    import psutil
+
+    return "float64" if 8.0 * n * n <= 0.4 * psutil.virtual_memory().available else "float32"
+
+
+def make_reference(name: str, task: str, n_rows: int = 0):
     from sklearn.dummy import DummyClassifier, DummyRegressor
     from sklearn.svm import SVC
 
@@ -150,11 +159,8 @@ def make_reference(name: str, task: str):
     if name == "svc_default":
         return SVC(cache_size=1000)
     if name == "krr_ref":
-        import psutil  # the n x n matrix may take 60 % of the memory available now
-
-        max_n = int(math.sqrt(0.6 * psutil.virtual_memory().available / 8))
-        return ExactKRRRegressor(alpha=1.0, bandwidth="median", max_n=max_n, random_state=0,
-                                 device="cpu")
+        return ExactKRRRegressor(alpha=1.0, bandwidth="median", max_n=10**6, random_state=0,
+                                 device="cpu", dtype=reference_dtype(n_rows))
     raise KeyError(name)
 
 
@@ -166,7 +172,8 @@ def make_algorithm(name: str, task: str):
 
 def _fit_and_score(kind, name, task, data):
     X_tr, y_tr, X_te, y_te = data
-    est = make_reference(name, task) if kind == "reference" else make_algorithm(name, task)
+    est = make_reference(name, task, X_tr.shape[0]) if kind == "reference" \
+        else make_algorithm(name, task)
     mem = PeakRSS()
     t0 = time.perf_counter()
     est.fit(X_tr, y_tr)

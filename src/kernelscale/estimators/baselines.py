@@ -142,7 +142,8 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
             inner = per_epoch if self.svrg_inner == "epoch" else int(self.svrg_inner)
             self.solver_ = RFFSGD(blocks, loss, Y.shape[1], alpha=self.alpha_,
                                   solver=self.solver, eta0=self.eta0, inner=inner,
-                                  X_sample=RFFSGD.sample_rows(X, self.seed_), xp=xp)
+                                  X_sample=RFFSGD.sample_rows(X, self.seed_), xp=xp,
+                                  batch_size=min(int(self.batch_size), n))
             self.eta0_ = self.solver_.eta0
             self.history_ = {}
         xp = self._xp()

@@ -35,7 +35,6 @@ from sklearn.utils.validation import check_is_fitted
 from ..backend import DeviceError, resolve_device
 from ..kernels.bandwidth import resolve_bandwidth
 from ..kernels.random_binning import DEFAULT_CHUNK_ROWS, RB_KERNELS, RandomBinning, check_rb_kernel
-from ..kernels.shift_invariant import make_kernel
 from ..losses import sigmoid
 from ..rng import seed_from
 from ..solvers.rb_cd import CD_LOSSES, l1_cd

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import to_numpy
-from ..stream import take_rows
+from ..stream import check_finite_rows, iter_row_chunks, take_rows
 from .bandwidth import median_bandwidth, resolve_bandwidth
 from .shift_invariant import make_kernel
 
@@ -87,6 +87,9 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
     m = min(n, n_fit + n_val)
     idx = np.sort(rng.choice(n, size=m, replace=False))
     Xs = np.asarray(to_numpy(take_rows(X, idx)), dtype=np.float64)
+    if not np.isfinite(Xs).all():  # name the first bad row of X, as the solvers' reads do
+        for lo, block in iter_row_chunks(X, 65536):
+            check_finite_rows(np.asarray(to_numpy(block)), lo, "X")
     T = _targets(np.asarray(Y)[idx], classify)
     median = median_bandwidth(Xs, metric=metric, seed=seed) if fixed_sigma is None else None
     n_tr = m - min(n_val, m // 2)

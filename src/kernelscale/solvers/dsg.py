@@ -64,6 +64,7 @@ _UDSG_STREAM = 1  # random stream for UDSG's choice of old blocks
 # 1 to 64 MB groups on the 2-core development box.
 GROUP_BYTES = 2 * 2**20
 RIDGE_FACTOR = 0.01
+DIVERGED = 1e4  # batch objective over its first value that stops a run as diverged
 
 
 @dataclass
@@ -197,6 +198,8 @@ class DSGModel:
 class DSGSolver:
     """Runs DSG / UDSG / CDSG iterations on a model (see the module docstring)."""
 
+    obj_start = None  # (class default: solvers pickled before the divergence watch existed)
+
     def __init__(self, model: DSGModel, kernel: Kernel, loss: Loss, config: DSGConfig, seed: int):
         self.model = model
         self.kernel = kernel
@@ -206,13 +209,18 @@ class DSGSolver:
         self.t = 0  # iterations done
         self.grad_max = 0.0  # running max of |loss'| (CDSG's M when the loss has no bound)
         self.eta0 = None if config.eta0 == "auto" else float(config.eta0)
+        self.obj_start = None  # batch objective of the first iteration (divergence watch)
 
     def _auto_eta0(self, X) -> float:
-        """EigenPro's mini-batch step B / (1 + (B - 1) lambda_1) from block 0 on this batch."""
+        """EigenPro's mini-batch step for the regularised problem, B / (1 + (B - 1) lambda_1 + B nu)
+        from block 0 on this batch (the Hessian of the square loss plus (nu/2)||f||^2 is
+        H + nu I). By construction gamma nu < 1: the shrink factor 1 - gamma nu stays in (0, 1]
+        (a narrow kernel has lambda_1 ~ 0, and without the nu term the step B made
+        1 - gamma nu hugely negative: R^2 = -1e79 at bandwidth 0.3, nu = 0.1)."""
         xp, B = self.model.xp, X.shape[0]
         Z = self.model.blocks.features(X, 0)
         lam1 = float(xp.linalg.eigvalsh(Z.T @ Z / B)[-1])
-        return B / (1.0 + (B - 1) * lam1)
+        return B / (1.0 + (B - 1) * lam1 + B * self.config.reg)
 
     # -- the pieces of one iteration ------------------------------------------------------
     def _choose(self, t: int, gamma: float, g_bar: np.ndarray, batch: int):
@@ -257,7 +265,9 @@ class DSGSolver:
         self.t += 1
         t = self.t
         if self.eta0 is None:
-            self.eta0 = 1.0 if cfg.precondition else self._auto_eta0(X)
+            # preconditioned: a Newton step of the square loss in the block's span, at most
+            # 1 / (1 + nu) so that the shrink factor stays positive
+            self.eta0 = 1.0 / (1.0 + cfg.reg) if cfg.precondition else self._auto_eta0(X)
         gamma = cfg.step_size(t, self.eta0)
         u = model.decision(X)
         g = self.loss.deriv(u, Y)
@@ -295,10 +305,18 @@ class DSGSolver:
         for _ in range(int(n_iter)):
             X, Y = batches(self.t)
             rec = self.step(X, Y)
-            if not math.isfinite(rec["objective"]):
+            obj = rec["objective"]
+            if self.obj_start is None and math.isfinite(obj) and obj > 1e-8:
+                self.obj_start = obj  # (a zero start, e.g. the novelty loss, is not watched)
+            # the batch objective of a working run stays within a few times its start (f = 0);
+            # 1e4 times it means the iteration is diverging: stop rather than return a finite
+            # but meaningless model
+            if not math.isfinite(obj) or (self.obj_start is not None
+                                          and obj > DIVERGED * self.obj_start):
                 raise FloatingPointError(
-                    f"DSG diverged at iteration {rec['iter']} (objective {rec['objective']}); "
-                    "lower eta0 or raise t0")
+                    f"DSG diverged at iteration {rec['iter']} (batch objective {obj:.3g}, "
+                    f"{obj / (self.obj_start or 1):.3g} x its start); set a smaller eta0, a "
+                    "larger t0 or precondition=False")
             synchronize(self.model.xp)
             rec["time"] = base + time.perf_counter() - t_start
             for key, val in rec.items():
