@@ -143,6 +143,8 @@ def reference_dtype(n: int) -> str:
     (kin40k and protein need 10-14 GB in float64, more than a shared 24 GB machine has free)."""
     import psutil
 
+    if os.environ.get("REALDATA_KRR_DTYPE"):  # e.g. float64 when float32's BLAS fails at this n
+        return os.environ["REALDATA_KRR_DTYPE"]
     return "float64" if 8.0 * n * n <= 0.4 * psutil.virtual_memory().available else "float32"
 
 
@@ -274,8 +276,11 @@ def joined(paths) -> list[dict]:
     wins), with time ratios and flags recomputed against the joined references."""
     rows = []
     for path in paths:
-        with open(path, newline="") as f:
+        only_refs = path.startswith("refs:")  # "refs:FILE": take that run's references only
+        with open(path.removeprefix("refs:"), newline="") as f:
             for r in csv.DictReader(f):
+                if only_refs and r["kind"] != "reference":
+                    continue
                 for k in ("score", "fit_s", "predict_s", "peak_mb"):
                     r[k] = float(r[k]) if r.get(k) not in (None, "") else None
                 for k in ("n_train", "n_test", "d"):
@@ -486,8 +491,9 @@ def main(argv=None) -> int:
     p.add_argument("--external-references", nargs="*", default=[], metavar="NAME",
                    help="references never computed here (another run makes them; see --report)")
     p.add_argument("--report", nargs="*", metavar="CSV",
-                   help="no race: join these runs' CSVs (references + algorithms), recompute "
-                        "flags and ratios, write the tables under --tag")
+                   help="no race: join these runs' CSVs (references + algorithms; 'refs:FILE' "
+                        "takes only FILE's references; the first file holding a (dataset, "
+                        "estimator) wins), recompute flags and ratios, write the tables under --tag")
     p.add_argument("--max-train", type=int, default=None, help="subsample training rows")
     p.add_argument("--threads", type=int, default=1, help="BLAS / element-wise threads per fit")
     p.add_argument("--time-cap", type=float, default=900.0, help="seconds per fit")
