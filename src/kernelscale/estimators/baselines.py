@@ -24,7 +24,7 @@ from ..kernels import FourierBlocks
 from ..losses import make_loss
 from ..preconditioners import subsample_indices
 from ..rng import seed_from
-from ..solvers._common import load_rows, run_loop, take_rows
+from ..solvers._common import Progress, load_rows, run_loop, take_rows
 from ..solvers.exact import ExactKRR
 from ..solvers.norma import NORMA
 from ..solvers.nystrom import NystromRidge
@@ -64,11 +64,14 @@ class _IterativeMixin:
         check_int("n_iter", self.n_iter, low=0, allow=(None,))
         return self.n_iter if self.n_iter is not None else int(self.n_epochs) * batches_per_epoch
 
-    def _train(self, stream, batches, name):
+    def _train(self, stream, batches, name, hint):
+        n_iter = self._n_iter(stream.batches_per_epoch)
+        progress = Progress(name, n_iter, getattr(self, "verbose", 0))
         try:
-            run_loop(self.solver_, batches, self._n_iter(stream.batches_per_epoch), self.history_,
-                     name)
+            run_loop(self.solver_, batches, n_iter, self.history_, name, on_step=progress,
+                     hint=hint)
         finally:
+            progress.close()
             stream.close()
         self.n_iter_ = self.solver_.t
 
@@ -102,7 +105,7 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
     def __init__(self, loss=None, solver="sgd", n_components="auto", alpha="auto", eta0="auto",
                  batch_size=64, svrg_inner="epoch", n_epochs=20, n_iter=None, kernel="gaussian",
                  bandwidth="auto", window_rows=None, warm_start=False, random_state=None,
-                 device="auto", dtype="float64", memory_budget=None):
+                 device="auto", dtype="float64", memory_budget=None, verbose=0):
         self.loss = loss
         self.solver = solver
         self.n_components = n_components
@@ -120,6 +123,7 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
         self.device = device
         self.dtype = dtype
         self.memory_budget = memory_budget
+        self.verbose = verbose
 
     def _fit(self, X, y):
         X, Y = self._fit_targets(X, y)
@@ -159,7 +163,8 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
 
         self.solver_.data = (X, Y)
         try:
-            self._train(stream, batches, f"RFF+{self.solver.upper()}")
+            self._train(stream, batches, f"RFF+{self.solver.upper()}",
+                        "set a smaller eta0 (or a larger alpha)")
         finally:
             self.solver_.data = None
         return self
@@ -389,7 +394,7 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
 
     def __init__(self, lam="auto", batch_size=32, n_epochs=5, n_iter=None, kernel="gaussian",
                  bandwidth="auto", warm_start=False, random_state=None, device="auto",
-                 dtype="float64"):
+                 dtype="float64", verbose=0):
         self.lam = lam
         self.batch_size = batch_size
         self.n_epochs = n_epochs
@@ -400,6 +405,7 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
+        self.verbose = verbose
 
     def fit(self, X, y):
         X, Y = self._fit_targets(X, y)
@@ -415,7 +421,7 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
         stream = BatchStream(self.solver_.X, np.arange(int(X.shape[0])),
                              batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
                              dtype=np.dtype(self.dtype_), check_finite=False)
-        self._train(stream, stream.batch, "Pegasos")
+        self._train(stream, stream.batch, "Pegasos", "set a larger lam")
         self.n_support_ = int((self.solver_.xp.abs(self.solver_.a).sum(axis=1) > 0).sum())
         return self
 
@@ -430,7 +436,7 @@ class _NORMABase(_IterativeMixin, KernelEstimatorBase):
     def __init__(self, loss=None, lam="auto", eta0=0.5, schedule="constant", budget=1000,
                  batch_size=8, n_epochs=3, n_iter=None, kernel="gaussian", bandwidth="auto",
                  window_rows=None, warm_start=False, random_state=None, device="auto",
-                 dtype="float64"):
+                 dtype="float64", verbose=0):
         self.loss = loss
         self.lam = lam
         self.eta0 = eta0
@@ -446,6 +452,7 @@ class _NORMABase(_IterativeMixin, KernelEstimatorBase):
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
+        self.verbose = verbose
 
     def fit(self, X, y):
         X, Y = self._fit_targets(X, y)
@@ -473,7 +480,7 @@ class _NORMABase(_IterativeMixin, KernelEstimatorBase):
             Xb, Yb = stream.batch(t)
             return Xb, xp.asarray(Yb, dtype=dtype)
 
-        self._train(stream, batches, "NORMA")
+        self._train(stream, batches, "NORMA", "set a smaller eta0")
         return self
 
 

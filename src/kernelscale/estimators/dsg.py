@@ -21,6 +21,7 @@ from ..budget import budget_window
 from ..kernels import FourierBlocks
 from ..losses import make_loss, sigmoid, softmax
 from ..rng import seed_from
+from ..solvers._common import Progress
 from ..solvers.dsg import GROUP_BYTES, DSGConfig, DSGModel, DSGSolver
 from ..stream import BatchStream, predict_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
@@ -78,7 +79,7 @@ class _DSGBase(BaseEstimator):
                  loss_params=None, batch_size=256, block_size=256, n_iter="auto", eta0="auto",
                  step_schedule="inverse", t0=100.0, n_new=1, n_reuse=1, precondition="auto",
                  max_step_ratio=None, window_rows=None, random_state=None, device="auto",
-                 dtype="float64", warm_start=False, memory_budget=None):
+                 dtype="float64", warm_start=False, memory_budget=None, verbose=0):
         self.variant = variant
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -101,6 +102,7 @@ class _DSGBase(BaseEstimator):
         self.dtype = dtype
         self.warm_start = warm_start
         self.memory_budget = memory_budget
+        self.verbose = verbose
 
     # -- set-up -------------------------------------------------------------------------
     def _check_params(self):
@@ -175,9 +177,11 @@ class _DSGBase(BaseEstimator):
             Xb, yb = stream.batch(t)
             return Xb, encode(yb, xp)
 
+        progress = Progress(self.variant.upper(), n_iter, getattr(self, "verbose", 0))
         try:
-            self.solver_.run(batches, n_iter, self.history_)
+            self.solver_.run(batches, n_iter, self.history_, on_step=progress)
         finally:
+            progress.close()
             stream.close()
         self.n_iter_ = self.solver_.t
         self.n_blocks_ = self.model_.n_blocks

@@ -16,7 +16,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ..budget import budget_window
 from ..kernels import FourierBlocks
-from ..solvers._common import load_rows, run_loop
+from ..solvers._common import Progress, load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
 from ..stream import BatchStream
 from ._kernel_common import (
@@ -74,7 +74,7 @@ class _EigenProBase(KernelEstimatorBase):
                  subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_epochs=10,
                  n_iter=None, n_components=2000, eig_method="auto", window_rows=None,
                  warm_start=False, random_state=None, device="auto", dtype="float64",
-                 memory_budget=None):
+                 memory_budget=None, verbose=0):
         self.method = method
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -93,6 +93,7 @@ class _EigenProBase(KernelEstimatorBase):
         self.device = device
         self.dtype = dtype
         self.memory_budget = memory_budget
+        self.verbose = verbose
 
     def _check_params(self):
         if self.method not in METHODS:
@@ -155,9 +156,12 @@ class _EigenProBase(KernelEstimatorBase):
 
         n_iter = self.n_iter if self.n_iter is not None else \
             int(self.n_epochs) * stream.batches_per_epoch
+        progress = Progress("EigenPro", n_iter, getattr(self, "verbose", 0))
         try:
-            run_loop(solver, batches, n_iter, self.history_, "EigenPro")
+            run_loop(solver, batches, n_iter, self.history_, "EigenPro", on_step=progress,
+                     hint="set a smaller eta (or tau < 1)")
         finally:
+            progress.close()
             stream.close()
         self.n_iter_ = solver.t
         self.n_epochs_ = solver.t / stream.batches_per_epoch
