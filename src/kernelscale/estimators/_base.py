@@ -137,3 +137,8 @@ class LabelCoder:
         if not np.all(self.classes_[idx] == y):
             raise ValueError("y holds labels that were not seen when the classes were fixed")
         return idx
+
+
+def doc_indent(text: str, pad: str = "    ") -> str:
+    """``text`` with every line indented by ``pad`` (parameter lists shared by docstrings)."""
+    return "\n".join(pad + line if line else line for line in text.splitlines())

@@ -24,14 +24,14 @@ from ..kernels import FourierBlocks
 from ..losses import make_loss
 from ..preconditioners import subsample_indices
 from ..rng import seed_from
-from ..solvers._common import load_rows, run_loop, take_rows
+from ..solvers._common import Progress, load_rows, run_loop, take_rows
 from ..solvers.exact import ExactKRR
 from ..solvers.norma import NORMA
 from ..solvers.nystrom import NystromRidge
 from ..solvers.pegasos import KernelPegasos
 from ..solvers.rff_sgd import RFFSGD
 from ..stream import BatchStream
-from ._base import LabelCoder, check_X, check_X_y
+from ._base import LabelCoder, check_X, check_X_y, doc_indent
 from ._kernel_common import (
     ClassifierTargets,
     KernelEstimatorBase,
@@ -64,11 +64,14 @@ class _IterativeMixin:
         check_int("n_iter", self.n_iter, low=0, allow=(None,))
         return self.n_iter if self.n_iter is not None else int(self.n_epochs) * batches_per_epoch
 
-    def _train(self, stream, batches, name):
+    def _train(self, stream, batches, name, hint):
+        n_iter = self._n_iter(stream.batches_per_epoch)
+        progress = Progress(name, n_iter, getattr(self, "verbose", 0))
         try:
-            run_loop(self.solver_, batches, self._n_iter(stream.batches_per_epoch), self.history_,
-                     name)
+            run_loop(self.solver_, batches, n_iter, self.history_, name, on_step=progress,
+                     hint=hint)
         finally:
+            progress.close()
             stream.close()
         self.n_iter_ = self.solver_.t
 
@@ -76,33 +79,80 @@ class _IterativeMixin:
 # ---------------------------------------------------------------------------------------------
 # Random Fourier features + SGD / SVRG
 # ---------------------------------------------------------------------------------------------
-class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
-    """Random Fourier features (fixed count) + mini-batch SGD or SVRG (``solvers.rff_sgd``).
+_RFF_PARAMS = """\
+loss : str or None, default=None
+    Classifier: "logistic" (default), "hinge", "square", "squared_hinge"; regressor: "square"
+    (default), "epsilon_insensitive", "huber".
+solver : {"sgd", "svrg"}, default="sgd"
+n_components : "auto" or int, default="auto"
+    D random features; "auto" = max(1000, ceil(sqrt(n) ln n)) (the count that keeps the exact
+    kernel's learning rate, Rudi & Rosasco 2017); fitted: ``n_components_``.
+alpha : "auto" or float >= 0, default="auto"
+    L2 penalty (alpha/2)||W||^2 on the averaged loss, i.e. nu; "auto" = alpha_sel / n with
+    alpha_sel from ``kernels.selection`` (chosen with the bandwidth); fitted: ``alpha_``.
+eta0 : "auto" or float, default="auto"
+    Step size; "auto" = m / (L (beta + (m - 1) lambda_1) + m alpha), the largest stable
+    mini-batch step (``solvers.rff_sgd``). A given eta0 is clamped to 1 / (2 alpha) so that the
+    shrink factor 1 - eta alpha stays in [1/2, 1]. SGD decays it as eta0 / (1 + alpha eta0 t);
+    SVRG keeps it constant. Fitted: ``eta0_``.
+batch_size : int, default=64
+    m, rows per step.
+svrg_inner : "epoch" or int, default="epoch"
+    Iterations between SVRG snapshots ("epoch" = one pass).
+n_epochs : int, default=20
+    Passes per ``fit`` call (when ``n_iter`` is None). 20: with nu ~ 1/n the problem is
+    ill-conditioned and plain SGD is optimisation-limited (phoneme, 3,000 rows: 19.7 % error
+    after 5 epochs, 16.9 % after 20).
+n_iter : int or None, default=None
+    Iterations per ``fit`` call (overrides ``n_epochs``).
+kernel : str, default="gaussian"
+    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+    the rule behind each"); fitted: ``bandwidth_``.
+window_rows : int or None, default=None
+    Rows per read window for on-disk X (``stream.BatchStream``).
+warm_start : bool, default=False
+    Each ``fit`` continues the fitted model.
+random_state : int, RandomState or None, default=None
+device : {"auto", "cpu", "gpu"}, default="auto"
+dtype : {"float64", "float32"}, default="float64"
+memory_budget : float or None, default=None
+    MB for reading on-disk X; picks ``window_rows`` when that is None (``kernelscale.budget``;
+    the feature matrix is batch_size x n_components).
+verbose : int, default=0
+    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+    change the fitted model."""
 
-    Parameters
-    ----------
-    loss : classifier "logistic" (default), "hinge", "square", "squared_hinge";
-        regressor "square" (default), "epsilon_insensitive", "huber".
-    solver : "sgd" or "svrg".
-    n_components : D random features; "auto" = max(1000, ceil(sqrt(n) ln n)) (the count that keeps
-        the exact kernel's learning rate, Rudi & Rosasco 2017; fitted: ``n_components_``).
-    alpha : L2 penalty (alpha/2)||W||^2 on the averaged loss, i.e. nu; "auto" = alpha_sel / n
-        with alpha_sel from ``kernels.selection`` (fitted: ``alpha_``).
-    bandwidth : "auto" (held-out selection, ``kernels.selection``), "median[*f]" or a number.
-    n_epochs : 20 by default: with nu ~ 1/n the problem is ill-conditioned and plain SGD is
-        optimisation-limited (phoneme, 3,000 rows: 19.7 % error after 5 epochs, 16.9 % after 20).
-    eta0 : step size or "auto" (1 / (L beta + alpha)).  batch_size : m.
-    svrg_inner : iterations between SVRG snapshots ("epoch" = one pass).
-    n_epochs / n_iter : per ``fit`` call.  kernel, bandwidth, window_rows, warm_start,
-    random_state, device, dtype as for the other kernelscale estimators.
-    memory_budget : MB for reading on-disk X; picks ``window_rows`` when that is None
-        (``kernelscale.budget``; the feature matrix is batch_size x n_components).
-    """
+_RFF_ATTRS = """\
+solver_ : solvers.rff_sgd.RFFSGD
+    Holds the weights ``w`` over the random features.
+alpha_, eta0_, n_components_, bandwidth_ : the values used.
+n_iter_ : int
+    Iterations so far.
+history_ : dict
+    Per-iteration records: iter, time, objective (batch loss), step.
+n_features_in_ : int"""
+
+_COMMON_KERNEL = """kernel : str, default="gaussian"
+    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+    the rule behind each"); fitted: ``bandwidth_``."""
+_VERBOSE = """verbose : int, default=0
+    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+    change the fitted model."""
+
+
+class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
+    """Implementation shared by ``RFFSGDClassifier`` / ``RFFSGDRegressor``."""
 
     def __init__(self, loss=None, solver="sgd", n_components="auto", alpha="auto", eta0="auto",
                  batch_size=64, svrg_inner="epoch", n_epochs=20, n_iter=None, kernel="gaussian",
                  bandwidth="auto", window_rows=None, warm_start=False, random_state=None,
-                 device="auto", dtype="float64", memory_budget=None):
+                 device="auto", dtype="float64", memory_budget=None, verbose=0):
         self.loss = loss
         self.solver = solver
         self.n_components = n_components
@@ -120,6 +170,7 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
         self.device = device
         self.dtype = dtype
         self.memory_budget = memory_budget
+        self.verbose = verbose
 
     def _fit(self, X, y):
         X, Y = self._fit_targets(X, y)
@@ -159,7 +210,8 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
 
         self.solver_.data = (X, Y)
         try:
-            self._train(stream, batches, f"RFF+{self.solver.upper()}")
+            self._train(stream, batches, f"RFF+{self.solver.upper()}",
+                        "set a smaller eta0 (or a larger alpha)")
         finally:
             self.solver_.data = None
         return self
@@ -178,7 +230,28 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
 
 
 class RFFSGDClassifier(ClassifierTargets, ClassifierMixin, _RFFSGDBase):
-    __doc__ = _RFFSGDBase.__doc__
+    __doc__ = f"""Random Fourier features (fixed count) + mini-batch SGD or SVRG
+    (``solvers.rff_sgd``); labels as -1 / +1, one-vs-all for several classes.
+
+    Parameters
+    ----------
+{doc_indent(_RFF_PARAMS)}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+{doc_indent(_RFF_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.baselines import RFFSGDClassifier
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> clf = RFFSGDClassifier(n_components=100, n_epochs=2, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
+    """
     _losses = CLASSIFICATION_LOSSES
 
     def _loss_name(self):
@@ -188,11 +261,43 @@ class RFFSGDClassifier(ClassifierTargets, ClassifierMixin, _RFFSGDBase):
         return self._coder.encode_index(self._coder.index_of(np.asarray(y)), np, np.float64)
 
     def fit(self, X, y):
+        """Fit the model on (X, y) (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+        """
         return self._fit(X, y)
 
 
 class RFFSGDRegressor(RegressorTargets, RegressorMixin, _RFFSGDBase):
-    __doc__ = _RFFSGDBase.__doc__
+    __doc__ = f"""Random Fourier features (fixed count) + mini-batch SGD or SVRG
+    (``solvers.rff_sgd``) for regression; multi-output y allowed.
+
+    Parameters
+    ----------
+{doc_indent(_RFF_PARAMS)}
+
+    Attributes
+    ----------
+{doc_indent(_RFF_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from kernelscale.estimators.baselines import RFFSGDRegressor
+    >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
+    >>> model = RFFSGDRegressor(n_components=100, n_epochs=2, random_state=0)
+    >>> model.fit(X, y / y.std()).predict(X[:3]).shape
+    (3,)
+    """
     _losses = REGRESSION_LOSSES
 
     def _loss_name(self):
@@ -202,6 +307,18 @@ class RFFSGDRegressor(RegressorTargets, RegressorMixin, _RFFSGDBase):
         return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
 
     def fit(self, X, y):
+        """Fit the model on (X, y) (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
         return self._fit(X, y)
 
 
@@ -383,13 +500,52 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
 # Pegasos, NORMA
 # ---------------------------------------------------------------------------------------------
 class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, KernelEstimatorBase):
-    """Kernelized mini-batch Pegasos (``solvers.pegasos``); ``lam`` is Pegasos' lambda
-    (= 1 / (C n) for LIBSVM's C). One-vs-all for several classes. Holds the training points
-    (the support vectors), so X is loaded onto the device."""
+    __doc__ = f"""Kernelized mini-batch Pegasos (``solvers.pegasos``); one-vs-all for several
+    classes. Holds the training points (the support vectors), so X is loaded onto the device.
+
+    Parameters
+    ----------
+    lam : "auto" or float > 0, default="auto"
+        Pegasos' lambda (= 1 / (C n) for LIBSVM's C); "auto" = alpha_sel / n with alpha_sel
+        from ``kernels.selection`` (chosen with the bandwidth); fitted: ``lam_``. The step is
+        Pegasos' own 1 / (lam t).
+    batch_size : int, default=32
+    n_epochs : int, default=5
+        Passes per ``fit`` call (when ``n_iter`` is None).
+    n_iter : int or None, default=None
+        Iterations per ``fit`` call (overrides ``n_epochs``).
+{doc_indent(_COMMON_KERNEL)}
+    warm_start : bool, default=False
+    random_state : int, RandomState or None, default=None
+    device : {{"auto", "cpu", "gpu"}}, default="auto"
+    dtype : {{"float64", "float32"}}, default="float64"
+{doc_indent(_VERBOSE)}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    solver_ : solvers.pegasos.KernelPegasos
+    lam_, bandwidth_ : the values used.
+    n_support_ : int
+        Training points with a non-zero coefficient.
+    n_iter_ : int
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch hinge loss).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.baselines import PegasosClassifier
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> clf = PegasosClassifier(n_epochs=2, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
+    """
 
     def __init__(self, lam="auto", batch_size=32, n_epochs=5, n_iter=None, kernel="gaussian",
                  bandwidth="auto", warm_start=False, random_state=None, device="auto",
-                 dtype="float64"):
+                 dtype="float64", verbose=0):
         self.lam = lam
         self.batch_size = batch_size
         self.n_epochs = n_epochs
@@ -400,8 +556,22 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
+        self.verbose = verbose
 
     def fit(self, X, y):
+        """Fit the model on (X, y) (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+        """
         X, Y = self._fit_targets(X, y)
         if self._fresh():
             check_positive("lam", self.lam, allow=("auto",))
@@ -415,22 +585,67 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
         stream = BatchStream(self.solver_.X, np.arange(int(X.shape[0])),
                              batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
                              dtype=np.dtype(self.dtype_), check_finite=False)
-        self._train(stream, stream.batch, "Pegasos")
+        self._train(stream, stream.batch, "Pegasos", "set a larger lam")
         self.n_support_ = int((self.solver_.xp.abs(self.solver_.a).sum(axis=1) > 0).sum())
         return self
 
 
+_NORMA_PARAMS = """\
+loss : str or None, default=None
+    Classifier: "hinge" (default), "logistic", "squared_hinge"; regressor: "square" (default),
+    "epsilon_insensitive", "huber".
+lam : "auto" or float >= 0, default="auto"
+    RKHS penalty (lam/2)||f||^2; "auto" = alpha_sel / n with alpha_sel from
+    ``kernels.selection`` (chosen with the bandwidth); fitted: ``lam_``.
+eta0 : float, default=0.5
+    Step size; each step is clamped to eta <= 1 / (2 lam) so that the shrink factor
+    1 - eta lam stays in [1/2, 1].
+schedule : {"constant", "invsqrt"}, default="constant"
+    eta_t = eta0 ("constant": the setting of NORMA's truncation bound - with a decaying step
+    the newest terms are the smallest, so truncation drops the important early ones) or
+    eta0 / sqrt(t) ("invsqrt").
+budget : int, default=1000
+    At most this many kernel terms in the expansion (the oldest are dropped).
+batch_size : int, default=8
+    Points per step.
+n_epochs : int, default=3
+    Passes per ``fit`` call (when ``n_iter`` is None).
+n_iter : int or None, default=None
+    Iterations per ``fit`` call (overrides ``n_epochs``).
+kernel : str, default="gaussian"
+    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+    the rule behind each"); fitted: ``bandwidth_``.
+window_rows : int or None, default=None
+    Rows per read window for on-disk X (``stream.BatchStream``).
+warm_start : bool, default=False
+random_state : int, RandomState or None, default=None
+device : {"auto", "cpu", "gpu"}, default="auto"
+dtype : {"float64", "float32"}, default="float64"
+verbose : int, default=0
+    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+    change the fitted model."""
+
+_NORMA_ATTRS = """\
+solver_ : solvers.norma.NORMA
+    The truncated expansion (centres, coefficients).
+lam_, bandwidth_ : the values used.
+n_iter_ : int
+history_ : dict
+    Per-iteration records: iter, time, objective (batch loss), step.
+n_features_in_ : int"""
+
+
 class _NORMABase(_IterativeMixin, KernelEstimatorBase):
-    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
-    (``solvers.norma``). ``lam``: RKHS penalty (lam/2)||f||^2; eta_t = eta0 ("constant", default:
-    the setting of NORMA's truncation bound - with a decaying step the newest terms are the
-    smallest, so truncation drops the important early ones) or eta0 / sqrt(t) ("invsqrt");
-    ``batch_size`` points per step. Reads mini-batches from a BatchStream."""
+    """Implementation shared by ``NORMAClassifier`` / ``NORMARegressor``: NORMA kernel SGD with a
+    truncated expansion (``solvers.norma``), reading mini-batches from a BatchStream."""
 
     def __init__(self, loss=None, lam="auto", eta0=0.5, schedule="constant", budget=1000,
                  batch_size=8, n_epochs=3, n_iter=None, kernel="gaussian", bandwidth="auto",
                  window_rows=None, warm_start=False, random_state=None, device="auto",
-                 dtype="float64"):
+                 dtype="float64", verbose=0):
         self.loss = loss
         self.lam = lam
         self.eta0 = eta0
@@ -446,8 +661,22 @@ class _NORMABase(_IterativeMixin, KernelEstimatorBase):
         self.random_state = random_state
         self.device = device
         self.dtype = dtype
+        self.verbose = verbose
 
     def fit(self, X, y):
+        """Fit the model on (X, y) (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Targets (classifier: class labels).
+
+        Returns
+        -------
+        self
+        """
         X, Y = self._fit_targets(X, y)
         if self._fresh():
             loss = _check_loss(self._loss_name(), self._losses, type(self).__name__)
@@ -473,12 +702,32 @@ class _NORMABase(_IterativeMixin, KernelEstimatorBase):
             Xb, Yb = stream.batch(t)
             return Xb, xp.asarray(Yb, dtype=dtype)
 
-        self._train(stream, batches, "NORMA")
+        self._train(stream, batches, "NORMA", "set a smaller eta0")
         return self
 
 
 class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
-    __doc__ = _NORMABase.__doc__ + "\n    loss: 'hinge' (default), 'logistic', 'squared_hinge'."
+    __doc__ = f"""NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
+    (``solvers.norma``) for classification; one-vs-all for several classes.
+
+    Parameters
+    ----------
+{doc_indent(_NORMA_PARAMS)}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+{doc_indent(_NORMA_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.baselines import NORMAClassifier
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> clf = NORMAClassifier(budget=100, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
+    """
     _losses = ("hinge", "logistic", "squared_hinge")
 
     def _loss_name(self):
@@ -491,7 +740,26 @@ class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
 
 
 class NORMARegressor(RegressorTargets, RegressorMixin, _NORMABase):
-    __doc__ = _NORMABase.__doc__ + "\n    loss: 'square' (default), 'epsilon_insensitive', 'huber'."
+    __doc__ = f"""NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
+    (``solvers.norma``) for regression.
+
+    Parameters
+    ----------
+{doc_indent(_NORMA_PARAMS)}
+
+    Attributes
+    ----------
+{doc_indent(_NORMA_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from kernelscale.estimators.baselines import NORMARegressor
+    >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
+    >>> model = NORMARegressor(budget=100, random_state=0).fit(X, y / y.std())
+    >>> model.predict(X[:3]).shape
+    (3,)
+    """
     _losses = REGRESSION_LOSSES
 
     def _loss_name(self):

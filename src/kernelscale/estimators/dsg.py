@@ -21,55 +21,101 @@ from ..budget import budget_window
 from ..kernels import FourierBlocks
 from ..losses import make_loss, sigmoid, softmax
 from ..rng import seed_from
+from ..solvers._common import Progress
 from ..solvers.dsg import GROUP_BYTES, DSGConfig, DSGModel, DSGSolver
 from ..stream import BatchStream, predict_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
+from ._base import doc_indent as _indent
 from ._kernel_common import auto_kernel
 
 _PREDICT_CHUNK = 8192
 
 
-class _DSGBase(BaseEstimator):
-    """Parameters shared by the DSG estimators.
+_DSG_PARAMS = """\
+variant : {"dsg", "udsg", "cdsg"}, default="dsg"
+    DSG (paper 003), UDSG (reuses old feature blocks) or CDSG (line search; paper 000).
+kernel : {"gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52"}, \
+default="gaussian"
+bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+    Kernel width sigma. "auto": held-out selection on a slice among the median and narrower
+    multiples (``kernels.selection``; README "Defaults, and the rule behind each"); "median":
+    the median trick ("median*4" for a multiple); or a positive number. Fitted: ``bandwidth_``.
+reg : "auto" or float >= 0, default="auto"
+    nu, the RKHS regularisation (nu/2)||f||^2 of the averaged objective. "auto" = alpha / n
+    with alpha (= KernelRidge's alpha) chosen with the bandwidth: nu scales as 1/n like SVM's
+    lambda = 1 / (C n), where a fixed nu over-regularises large n. Fitted: ``reg_``.
+loss : str or None, default=None
+    Loss name (estimator-specific choices, see the class summary).
+loss_params : dict or None, default=None
+    The loss's parameters (epsilon, delta, tau, nu_o).
+batch_size : int, default=256
+    B, points per iteration.
+block_size : int, default=256
+    F, random features per new block.
+n_iter : "auto" or int >= 0, default="auto"
+    Iterations per ``fit`` call. "auto" = one epoch, ceil(n / B), at least 100 (so that f has
+    >= 100 F features, enough for the kernel's spectrum on these data) and at most 400
+    (iteration t costs O(t B F d): DSG's total cost is quadratic in n_iter, the weakness
+    UDSG/CDSG address); the value used is ``n_iter_per_fit_``.
+eta0 : "auto" or float, default="auto"
+    Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
+    "auto" is the largest stable step: EigenPro's mini-batch bound
+    B / (1 + (B - 1) lambda_1) for plain steps, 1 for preconditioned ones (a full Newton step
+    of the square loss in the block's span).
+step_schedule : str, default="inverse"
+    Step schedule (``solvers.dsg.DSGConfig.step_size``).
+t0 : float, default=100.0
+    Offset of the step schedule.
+n_new, n_reuse : int, default=1
+    G and U of UDSG.
+precondition : "auto" or bool, default="auto"
+    Precondition each block step by (cov(phi_k) + (nu + tr cov / B) I)^-1 (the DSG authors'
+    code). "auto" = on for classification losses, off for regression. Preconditioned, the
+    plain DSG step's slow progress along the kernel's small eigendirections disappears
+    (penbased, 4,000 rows, 100 iterations: 0.7 % error against 9 %); its fixed point is a
+    different ridge problem, which classification tolerates and regression does not (pol:
+    RMSE 25 against 20), so regression keeps the plain step. Fitted: ``precondition_``.
+max_step_ratio : float or None, default=None
+    CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
+    only at the stability limit eta0.
+window_rows : int or None, default=None
+    Rows read from disk per window (default: all for in-memory data, a chunk for on-disk
+    data); see ``stream.BatchStream``.
+random_state : int, RandomState or None, default=None
+device : {"auto", "cpu", "gpu"}, default="auto"
+dtype : {"float64", "float32"}, default="float64"
+warm_start : bool, default=False
+    Each ``fit`` continues the fitted model for another ``n_iter`` iterations on the same batch
+    sequence (a run cut into segments gives the same model as one long fit).
+memory_budget : float or None, default=None
+    MB for reading on-disk X (two windows, chunk decoding, the batch's feature matrix); picks
+    ``window_rows`` when that is None (``kernelscale.budget``). In-memory X is already
+    resident, so it keeps its default window (a global shuffle).
+verbose : int, default=0
+    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+    change the fitted model."""
 
-    Parameters
-    ----------
-    variant : "dsg" | "udsg" | "cdsg"
-    kernel : "gaussian" | "laplacian" | "cauchy" | "matern12" | "matern32" | "matern52"
-    bandwidth : "auto" (default: held-out selection on a slice among the median and narrower
-        multiples, ``kernels.selection``), "median" (median trick; "median*4" for a multiple) or
-        a positive number
-    reg : nu, the RKHS regularisation (nu/2)||f||^2 of the averaged objective; "auto" (default)
-        = alpha / n with alpha (= KernelRidge's alpha) chosen with the bandwidth: nu scales as
-        1/n like SVM's lambda = 1 / (C n), where a fixed nu over-regularises large n
-    loss : loss name (estimator-specific choices); ``loss_params`` its parameters
-        (epsilon, delta, tau, nu_o)
-    batch_size : B, points per iteration
-    block_size : F, random features per new block
-    n_iter : iterations per ``fit`` call; "auto" (default) = one epoch, ceil(n / B), at least
-        100 (so that f has >= 100 F features, enough for the kernel's spectrum on these data) and
-        at most 400 (iteration t costs O(t B F d): DSG's total cost is quadratic in n_iter, the
-        weakness UDSG/CDSG address); the value used is ``n_iter_per_fit_``
-    eta0, step_schedule, t0 : step size gamma_t = eta0 / (1 + t / t0) (see
-        ``solvers.dsg.DSGConfig.step_size``); eta0="auto" is the largest stable step: EigenPro's
-        mini-batch bound B / (1 + (B - 1) lambda_1) for plain steps, 1 for preconditioned ones
-        (a full Newton step of the square loss in the block's span)
-    n_new, n_reuse : G and U of UDSG
-    precondition : precondition each block step by (cov(phi_k) + (nu + tr cov / B) I)^-1 (the
-        DSG authors' code); "auto" (default) = on for classification losses, off for regression.
-        Preconditioned, the plain DSG step's slow progress along the kernel's small eigen-
-        directions disappears (penbased, 4,000 rows, 100 iterations: 0.7 % error against 9 %);
-        its fixed point is a different ridge problem, which classification tolerates and
-        regression does not (pol: RMSE 25 against 20), so regression keeps the plain step
-    max_step_ratio : CDSG's cap on the line-search step in units of gamma_t; None (default, the
-        paper's method) caps it only at the stability limit eta0
-    window_rows : rows read from disk per window (default: all for in-memory data, a chunk
-        for on-disk data); see ``stream.BatchStream``
-    memory_budget : MB for reading on-disk X (two windows, chunk decoding, the batch's feature
-        matrix); picks ``window_rows`` when that is None (``kernelscale.budget``). In-memory X is
-        already resident, so it keeps its default window (a global shuffle).
-    random_state, device ("auto" | "cpu" | "gpu"), dtype ("float64" | "float32"), warm_start
-    """
+_DSG_ATTRS = """\
+model_ : solvers.dsg.DSGModel
+    The fitted function f (feature blocks and coefficients).
+solver_ : solvers.dsg.DSGSolver
+kernel_ : the kernel used; ``bandwidth_`` its sigma.
+reg_ : float
+    nu used.
+precondition_ : bool
+n_iter_ : int
+    Iterations so far (over all ``fit`` / ``partial_fit`` calls).
+n_iter_per_fit_ : int
+n_blocks_ : int
+    Feature blocks in f.
+history_ : dict
+    Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
+n_features_in_ : int"""
+
+
+class _DSGBase(BaseEstimator):
+    """Implementation shared by the DSG estimators (parameters: see ``DSGRegressor``)."""
 
     iterative = True
     _default_loss = "square"
@@ -78,7 +124,7 @@ class _DSGBase(BaseEstimator):
                  loss_params=None, batch_size=256, block_size=256, n_iter="auto", eta0="auto",
                  step_schedule="inverse", t0=100.0, n_new=1, n_reuse=1, precondition="auto",
                  max_step_ratio=None, window_rows=None, random_state=None, device="auto",
-                 dtype="float64", warm_start=False, memory_budget=None):
+                 dtype="float64", warm_start=False, memory_budget=None, verbose=0):
         self.variant = variant
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -101,6 +147,7 @@ class _DSGBase(BaseEstimator):
         self.dtype = dtype
         self.warm_start = warm_start
         self.memory_budget = memory_budget
+        self.verbose = verbose
 
     # -- set-up -------------------------------------------------------------------------
     def _check_params(self):
@@ -175,9 +222,11 @@ class _DSGBase(BaseEstimator):
             Xb, yb = stream.batch(t)
             return Xb, encode(yb, xp)
 
+        progress = Progress(self.variant.upper(), n_iter, getattr(self, "verbose", 0))
         try:
-            self.solver_.run(batches, n_iter, self.history_)
+            self.solver_.run(batches, n_iter, self.history_, on_step=progress)
         finally:
+            progress.close()
             stream.close()
         self.n_iter_ = self.solver_.t
         self.n_blocks_ = self.model_.n_blocks
@@ -208,11 +257,29 @@ class _DSGBase(BaseEstimator):
 
 
 class DSGRegressor(RegressorMixin, _DSGBase):
-    """Kernel regression by doubly stochastic gradients (paper 003) or its UDSG/CDSG variants.
+    __doc__ = f"""Kernel regression by doubly stochastic gradients (paper 003) or its UDSG/CDSG
+    variants.
 
     ``loss``: "square" (default; kernel ridge regression), "epsilon_insensitive" (SVR), "huber",
     "quantile".  With square loss the objective (nu/2)||f||^2 + E[0.5 (f(x) - y)^2] equals
     scikit-learn's ``KernelRidge`` with ``alpha = n * nu``.
+
+    Parameters
+    ----------
+{_indent(_DSG_PARAMS)}
+
+    Attributes
+    ----------
+{_indent(_DSG_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from kernelscale.estimators.dsg import DSGRegressor
+    >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
+    >>> model = DSGRegressor(n_iter=20, batch_size=32, block_size=32, random_state=0)
+    >>> model.fit(X, y / y.std()).predict(X[:3]).shape
+    (3,)
     """
 
     def _check_loss(self, loss):
@@ -221,6 +288,19 @@ class DSGRegressor(RegressorMixin, _DSGBase):
                              "epsilon_insensitive, huber or quantile")
 
     def fit(self, X, y):
+        """Fit the model on (X, y) with ``n_iter`` iterations (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; also an on-disk zarr / dask array, read in windows.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+
+        Returns
+        -------
+        self
+        """
         X, y = check_X_y(self, X, y, regression=True)
         y = np.asarray(y, dtype=np.float64)
         self._y_1d = y.ndim == 1
@@ -259,10 +339,32 @@ class DSGRegressor(RegressorMixin, _DSGBase):
 
 
 class DSGClassifier(ClassifierMixin, _DSGBase):
-    """Kernel classification by doubly stochastic gradients (paper 003) or UDSG/CDSG (paper 000).
+    __doc__ = f"""Kernel classification by doubly stochastic gradients (paper 003) or UDSG/CDSG
+    (paper 000).
 
     ``loss``: None picks "logistic" for two classes and "softmax" for more; "hinge" (SVM) and
     "squared_hinge" work one-vs-all. ``predict_proba`` exists for logistic and softmax.
+
+    Parameters
+    ----------
+{_indent(_DSG_PARAMS)}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+{_indent(_DSG_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.dsg import DSGClassifier
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> clf = DSGClassifier(n_iter=20, batch_size=32, block_size=32, random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 2)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
     """
 
     _default_loss = "auto"
@@ -287,6 +389,19 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
                          coder.encode_index(coder.index_of(y), np, np.float64))
 
     def fit(self, X, y):
+        """Fit the model on (X, y) with ``n_iter`` iterations (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; also an on-disk zarr / dask array, read in windows.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+        """
         X, y = check_X_y(self, X, y, regression=False)
         if self._fresh():
             self._setup(X, y)
@@ -324,6 +439,8 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
 
     @available_if(_probabilistic)
     def predict_proba(self, X):
+        """Class probabilities (sigmoid / softmax of f), shape (n_samples, n_classes), columns in
+        the order of ``classes_``; only for the logistic and softmax losses."""
         f = self._decision(X)
         if f.shape[1] == 1:
             p = sigmoid(f[:, 0])
@@ -337,10 +454,31 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
 
 
 class DSGOneClass(OutlierMixin, _DSGBase):
-    """Novelty detection by DSG with the one-class loss (paper 003, section 4; ``losses.Novelty``).
+    __doc__ = f"""Novelty detection by DSG with the one-class loss (paper 003, section 4;
+    ``losses.Novelty``).
 
     ``nu_o`` (in ``loss_params``, default 0.1) is the fraction of training points left outside.
     ``decision_function`` is f(x) - rho: negative for outliers; ``predict`` gives +1 / -1.
+    ``loss`` is fixed to "novelty".
+
+    Parameters
+    ----------
+{_indent(_DSG_PARAMS)}
+
+    Attributes
+    ----------
+    offset_ : float
+        rho, the threshold on f.
+{_indent(_DSG_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_blobs
+    >>> from kernelscale.estimators.dsg import DSGOneClass
+    >>> X, _ = make_blobs(n_samples=200, n_features=2, centers=1, random_state=0)
+    >>> det = DSGOneClass(n_iter=20, batch_size=32, block_size=32, random_state=0).fit(X)
+    >>> sorted(set(det.predict(X).tolist()))
+    [-1, 1]
     """
 
     def _check_loss(self, loss):
@@ -348,6 +486,18 @@ class DSGOneClass(OutlierMixin, _DSGBase):
             raise ValueError(f"loss={loss.name!r}: DSGOneClass uses the 'novelty' loss")
 
     def fit(self, X, y=None):
+        """Fit the model on (X, y) with ``n_iter`` iterations (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; also an on-disk zarr / dask array, read in windows.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
         X = check_X(self, X, reset=True)
         if self._fresh():
             self._init_model(X, 1, "novelty", np.zeros(X.shape[0]))

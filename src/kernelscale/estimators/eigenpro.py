@@ -16,9 +16,10 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ..budget import budget_window
 from ..kernels import FourierBlocks
-from ..solvers._common import load_rows, run_loop
+from ..solvers._common import Progress, load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
 from ..stream import BatchStream
+from ._base import doc_indent
 from ._kernel_common import (
     ClassifierTargets,
     KernelEstimatorBase,
@@ -31,41 +32,78 @@ METHODS = ("kernel", "rff")
 DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # paper 004 §6: tau = 1 primal/kernel, 1/4 for RF
 
 
+_EP_PARAMS = """\
+method : {"kernel", "rff"}, default="kernel"
+    "kernel": EigenPro in the RKHS over the training points; "rff": EigenPro on random Fourier
+    features.
+kernel : str, default="gaussian"
+    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
+    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+    the rule behind each"). EigenPro has no explicit regulariser: like the paper (§5), it stops
+    after ``n_epochs`` (early stopping regularises).
+n_eigenvectors : int, default=160
+    k, top eigendirections flattened by the preconditioner (paper: 160); capped so that
+    lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``; the value used is
+    ``n_eigenvectors_``); 0 runs the same loop without a preconditioner (plain SGD).
+subsample_size : int, default=4800
+    M, rows whose eigensystem estimates the preconditioner (paper: 4800).
+tau : "auto" or float in (0, 1], default="auto"
+    Damping; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
+batch_size : "auto" or int, default="auto"
+    m, or "auto" = min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (§4; 256 is the
+    paper's m for every method, §6 - plain SGD's m* is ~1-2), evened out over the epoch
+    (``solvers.eigenpro.choose_batch_and_step``). A shorter last batch gets the (S1) step of
+    its own size.
+eta : "auto" or float, default="auto"
+    Step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see ``preconditioners``).
+n_epochs : int, default=10
+    Passes over the data per ``fit`` call (used when ``n_iter`` is None).
+n_iter : int or None, default=None
+    Iterations per ``fit`` call (overrides ``n_epochs``).
+n_components : int, default=2000
+    D, random features for ``method="rff"``.
+eig_method : {"auto", "eigh", "randomized"}, default="auto"
+    Top-k eigensystem of the subsample.
+window_rows : int or None, default=None
+    Rows per read window for on-disk X (``stream.BatchStream``).
+warm_start : bool, default=False
+    Each ``fit`` continues for another ``n_iter`` iterations (or ``n_epochs`` passes).
+random_state : int, RandomState or None, default=None
+device : {"auto", "cpu", "gpu"}, default="auto"
+dtype : {"float64", "float32"}, default="float64"
+memory_budget : float or None, default=None
+    MB for reading on-disk X with ``method="rff"``; picks ``window_rows`` when that is None
+    (``kernelscale.budget``; the feature matrix is batch x n_components).
+verbose : int, default=0
+    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+    change the fitted model."""
+
+_EP_ATTRS = """\
+solver_ : solvers.eigenpro.KernelEigenPro or RFFEigenPro
+batch_size_ : int
+    m used.
+eta_ : float
+    Step size used.
+n_eigenvectors_ : int
+    k used.
+lambda_top_, lambda_next_ : float
+    lambda_1 and lambda_{k+1} of the subsample's kernel operator.
+beta_ : float
+    max k(x, x) over the subsample.
+n_iter_ : int
+    Iterations so far.
+n_epochs_ : float
+    Passes so far.
+history_ : dict
+    Per-iteration records: iter, time, objective (batch MSE).
+bandwidth_ : float
+n_features_in_ : int"""
+
+
 class _EigenProBase(KernelEstimatorBase):
-    """Parameters shared by the EigenPro estimators.
-
-    Parameters
-    ----------
-    method : "kernel" (EigenPro in the RKHS over the training points) or "rff" (EigenPro on
-        random Fourier features).
-    kernel, bandwidth : kernel name and sigma: "auto" (default; held-out selection on a slice,
-        ``kernels.selection``), "median", "median*<f>" or a number > 0. EigenPro has no explicit
-        regulariser: like the paper (§5), it stops after ``n_epochs`` (early stopping regularises).
-    n_eigenvectors : k, top eigendirections flattened by the preconditioner (paper: 160);
-        capped so that lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``;
-        the value used is ``n_eigenvectors_``); 0 runs the same loop without a preconditioner
-        (plain SGD).
-    subsample_size : M, rows whose eigensystem estimates the preconditioner (paper: 4800).
-    tau : damping; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
-    batch_size : m, or "auto" = min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (§4;
-        256 is the paper's m for every method, §6 - plain SGD's m* is ~1-2), evened out over the
-        epoch (``solvers.eigenpro.choose_batch_and_step``). A shorter last batch gets the (S1)
-        step of its own size.
-    eta : step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see preconditioners).
-    n_epochs : passes over the data per ``fit`` call (used when ``n_iter`` is None).
-    n_iter : iterations per ``fit`` call (overrides ``n_epochs``).
-    n_components : D, random features for ``method="rff"``.
-    eig_method : "auto" | "eigh" | "randomized" (top-k eigensystem of the subsample).
-    window_rows : rows per read window for on-disk X (``stream.BatchStream``).
-    memory_budget : MB for reading on-disk X with ``method="rff"``; picks ``window_rows`` when
-        that is None (``kernelscale.budget``; the feature matrix is batch x n_components).
-    warm_start, random_state, device ("auto" | "cpu" | "gpu"), dtype ("float64" | "float32").
-
-    Attributes
-    ----------
-    solver_, batch_size_, eta_, n_eigenvectors_, lambda_top_, lambda_next_ (lambda_1, lambda_{k+1}),
-    beta_, n_iter_ (iterations so far), history_ (iter, time, objective = batch MSE).
-    """
+    """Implementation shared by the EigenPro estimators (parameters: see ``EigenProRegressor``)."""
 
     iterative = True
     _coding = None
@@ -74,7 +112,7 @@ class _EigenProBase(KernelEstimatorBase):
                  subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_epochs=10,
                  n_iter=None, n_components=2000, eig_method="auto", window_rows=None,
                  warm_start=False, random_state=None, device="auto", dtype="float64",
-                 memory_budget=None):
+                 memory_budget=None, verbose=0):
         self.method = method
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -93,6 +131,7 @@ class _EigenProBase(KernelEstimatorBase):
         self.device = device
         self.dtype = dtype
         self.memory_budget = memory_budget
+        self.verbose = verbose
 
     def _check_params(self):
         if self.method not in METHODS:
@@ -155,9 +194,12 @@ class _EigenProBase(KernelEstimatorBase):
 
         n_iter = self.n_iter if self.n_iter is not None else \
             int(self.n_epochs) * stream.batches_per_epoch
+        progress = Progress("EigenPro", n_iter, getattr(self, "verbose", 0))
         try:
-            run_loop(solver, batches, n_iter, self.history_, "EigenPro")
+            run_loop(solver, batches, n_iter, self.history_, "EigenPro", on_step=progress,
+                     hint="set a smaller eta (or tau < 1)")
         finally:
+            progress.close()
             stream.close()
         self.n_iter_ = solver.t
         self.n_epochs_ = solver.t / stream.batches_per_epoch
@@ -165,18 +207,87 @@ class _EigenProBase(KernelEstimatorBase):
 
 
 class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
-    """EigenPro least-squares regression (paper 004); multi-output y allowed."""
+    __doc__ = f"""EigenPro least-squares regression (paper 004); multi-output y allowed.
+
+    Mini-batch SGD on the square loss whose top-k eigendirections are flattened by a
+    preconditioner estimated on a subsample, so that a much larger step is stable.
+
+    Parameters
+    ----------
+{doc_indent(_EP_PARAMS)}
+
+    Attributes
+    ----------
+{doc_indent(_EP_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from kernelscale.estimators.eigenpro import EigenProRegressor
+    >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
+    >>> model = EigenProRegressor(n_epochs=2, subsample_size=100, n_eigenvectors=10,
+    ...                           random_state=0).fit(X, y / y.std())
+    >>> model.predict(X[:3]).shape
+    (3,)
+    """
 
     def fit(self, X, y):
+        """Fit the model on (X, y) (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (for ``method="rff"`` also an on-disk zarr / dask array).
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
         return self._fit(X, y)
 
 
 class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
-    """EigenPro classification: least squares on one-hot targets, predict by argmax (paper 004)."""
+    __doc__ = f"""EigenPro classification: least squares on one-hot targets, predict by argmax
+    (paper 004).
+
+    Parameters
+    ----------
+{doc_indent(_EP_PARAMS)}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+{doc_indent(_EP_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.eigenpro import EigenProClassifier
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> clf = EigenProClassifier(n_epochs=2, subsample_size=100, n_eigenvectors=10,
+    ...                          random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
+    """
 
     _coding = "onehot"
 
     def fit(self, X, y):
+        """Fit the model on (X, y) (continued with ``warm_start``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (for ``method="rff"`` also an on-disk zarr / dask array).
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+        """
         return self._fit(X, y)
 
 

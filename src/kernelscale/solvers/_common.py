@@ -4,6 +4,7 @@ products and the iteration loop that fills ``history``."""
 from __future__ import annotations
 
 import math
+import sys
 import time
 from types import ModuleType
 
@@ -79,19 +80,79 @@ def kernel_apply(kernel, A, centers, coef, xp: ModuleType):
     return out
 
 
-def run_loop(solver, batches, n_iter: int, history: dict, name: str) -> None:
+# batch objective over its first (positive) value that stops a run as diverged (as in DSG)
+DIVERGED = 1e4
+
+
+class Progress:
+    """``verbose=1`` progress of one ``fit``: a plain line to stderr every ~10 % of its
+    ``n_iter`` iterations and at the end (iteration, elapsed seconds, batch objective); on a
+    terminal a tqdm bar instead when tqdm is installed. Reads the records only: the fitted
+    model does not depend on it."""
+
+    def __init__(self, name: str, n_iter: int, verbose=0):
+        self.name, self.n_iter, self.verbose = name, int(n_iter), int(verbose or 0)
+        self.done = 0
+        self.t0 = time.perf_counter()
+        self.every = max(1, -(-self.n_iter // 10))
+        self.bar = None
+        if self.verbose > 0 and self.n_iter > 0 and sys.stderr.isatty():
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # pragma: no cover - plain lines then
+                tqdm = None
+            if tqdm is not None:
+                self.bar = tqdm(total=self.n_iter, desc=name, file=sys.stderr, leave=True)
+
+    def __call__(self, rec: dict) -> None:
+        if self.verbose <= 0:
+            return
+        self.done += 1
+        obj = rec.get("objective", float("nan"))
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix(objective=f"{obj:.4g}", refresh=False)
+            if self.done == self.n_iter:
+                self.bar.close()
+            return
+        if self.done % self.every == 0 or self.done == self.n_iter:
+            print(f"[{self.name}] iteration {rec.get('iter', self.done)} "
+                  f"({self.done}/{self.n_iter}), {time.perf_counter() - self.t0:.2f} s, "
+                  f"batch objective {obj:.6g}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def run_loop(solver, batches, n_iter: int, history: dict, name: str, on_step=None,
+             hint: str = "lower the step size (eta0)") -> None:
     """``n_iter`` calls of ``solver.step(*batches(solver.t))``, each appending a record
-    (``iter``, ``time`` since the first segment, ``objective`` and whatever else step returns)."""
+    (``iter``, ``time`` since the first segment, ``objective`` and whatever else step returns)
+    and passing it to ``on_step`` (progress display). Stops with a one-line FloatingPointError
+    naming the setting to change (``hint``) when the batch objective is not finite or exceeds
+    ``DIVERGED`` times its first positive value (a zero first objective is not watched)."""
     t_start = time.perf_counter()
     base = history["time"][-1] if history.get("time") else 0.0
     for _ in range(int(n_iter)):
         rec = solver.step(*batches(solver.t))
         solver.t += 1
         rec = {"iter": solver.t, **rec}
-        if not math.isfinite(rec["objective"]):
-            raise FloatingPointError(f"{name} diverged at iteration {solver.t} "
-                                     f"(objective {rec['objective']}); lower the step size")
+        obj = rec["objective"]
+        # the start is kept on the solver, so a warm-started segment watches the same reference
+        start = getattr(solver, "obj_start", None)
+        if start is None and math.isfinite(obj) and obj > 1e-8:
+            solver.obj_start = start = obj
+        # a working run's batch objective stays within a few times its start; 1e4 times it
+        # means the iteration is diverging: stop rather than return a finite but useless model
+        if not math.isfinite(obj) or (start is not None and obj > DIVERGED * start):
+            ratio = f", {obj / start:.3g} x its start" if start and math.isfinite(obj) else ""
+            raise FloatingPointError(f"{name} diverged at iteration {solver.t} (batch objective "
+                                     f"{obj:.3g}{ratio}); {hint}")
         synchronize(solver.xp)
         rec["time"] = base + time.perf_counter() - t_start
         for key, val in rec.items():
             history.setdefault(key, []).append(val)
+        if on_step is not None:
+            on_step(rec)

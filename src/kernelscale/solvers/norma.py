@@ -79,9 +79,12 @@ class NORMA(DeviceState):
         if getattr(self, "center", False) and bool(active.any()):
             g = self._control_variate(g, active)
         eta = self.eta(self.t)
+        if self.lam > 0:
+            # clamp: eta lam <= 1/2 keeps the shrink factor 1 - eta lam in [1/2, 1] by
+            # construction (at eta lam >= 1 it would flip or zero f). At the defaults (eta0 = 0.5,
+            # lam = alpha / n with alpha <= 10) this binds only for n < 10.
+            eta = min(eta, 0.5 / self.lam)
         shrink = 1.0 - eta * self.lam
-        if shrink <= 0:
-            raise FloatingPointError(f"NORMA step eta*lam = {eta * self.lam:g} >= 1; lower eta0")
         self.scale *= shrink
         if self.scale < 1e-150:  # fold the scale back into the coefficients before underflow
             self.coef *= self.scale

@@ -51,6 +51,11 @@ class RFFSGD(DeviceState):
         m = max(1, int(batch_size))
         self.eta0 = (m / (L * (self.beta + (m - 1) * self.lambda_1) + m * self.alpha)
                      if eta0 == "auto" else float(eta0))
+        # The step shrinks W by 1 - eta alpha. "auto" gives eta0 alpha = m alpha / (L (beta +
+        # (m - 1) lambda_1) + m alpha) < 1 by construction; a given eta0 is clamped to 1 / (2
+        # alpha) so that the factor stays in [1/2, 1] (eta_t <= eta0 for both SGD and SVRG).
+        if eta0 != "auto" and self.alpha > 0:
+            self.eta0 = min(self.eta0, 0.5 / self.alpha)
         self.w = xp.zeros((blocks.F, int(n_outputs)), dtype=blocks.dtype)
         self.w_snap = None
         self.mu = None
