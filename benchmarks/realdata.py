@@ -285,8 +285,12 @@ def joined(paths) -> list[dict]:
                     r[k] = float(r[k]) if r.get(k) not in (None, "") else None
                 for k in ("n_train", "n_test", "d"):
                     r[k] = int(r[k])
-                if not any(o["dataset"] == r["dataset"] and o["name"] == r["name"] for o in rows):
+                same = [i for i, o in enumerate(rows)
+                        if o["dataset"] == r["dataset"] and o["name"] == r["name"]]
+                if not same:
                     rows.append(r)
+                elif rows[same[0]]["status"] != "ok" and r["status"] == "ok":
+                    rows[same[0]] = r  # a later run got what an earlier one could not
     order = list(dict.fromkeys(r["dataset"] for r in rows))
     out = []
     for ds in order:
@@ -516,7 +520,11 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"realdata-{args.tag}"
-    rows = joined(args.report) if args.report else run_race(args, stem.with_suffix(".csv"))
+    if args.report:
+        rows = joined(args.report)
+        write_csv(rows, stem.with_suffix(".csv"))
+    else:
+        rows = run_race(args, stem.with_suffix(".csv"))
     load = os.getloadavg()
     header = (f"# Real-data race `{args.tag}`\n\n{platform.node()}, {os.cpu_count()} CPUs, "
               f"{args.threads} thread(s) per fit, load average {load[0]:.1f} at the end; "

@@ -241,6 +241,14 @@ class _DSGBase(BaseEstimator):
         group = blocks.group_size(B, GROUP_BYTES) * B * blocks.F * item
         return B * (int(X.shape[1]) + 2 * blocks.F) * item + group
 
+    def _fit_iters(self) -> int:
+        """Iterations of this ``fit`` call: ``n_iter`` as set now (a warm-started fit may change
+        it); "auto" keeps the count resolved on the first fit."""
+        if self.n_iter != "auto":
+            self._check_params()
+            self.n_iter_per_fit_ = int(self.n_iter)
+        return self.n_iter_per_fit_
+
     def _fresh(self) -> bool:
         return not (self.warm_start and hasattr(self, "model_"))
 
@@ -308,7 +316,7 @@ class DSGRegressor(RegressorMixin, _DSGBase):
             self._init_model(X, 1 if y.ndim == 1 else y.shape[1], self._loss_name(), y)
         Y = y.reshape(len(y), -1)
         self._train(X, Y, lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
-                    self.n_iter_per_fit_, self.seed_)
+                    self._fit_iters(), self.seed_)
         return self
 
     def partial_fit(self, X, y):
@@ -407,7 +415,7 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
             self._setup(X, y)
         idx = self._coder.index_of(y)
         self._train(X, idx, lambda yb, xp: self._coder.encode_index(yb, xp, self.model_.blocks.dtype),
-                    self.n_iter_per_fit_, self.seed_)
+                    self._fit_iters(), self.seed_)
         return self
 
     def partial_fit(self, X, y, classes=None):
@@ -501,7 +509,7 @@ class DSGOneClass(OutlierMixin, _DSGBase):
         X = check_X(self, X, reset=True)
         if self._fresh():
             self._init_model(X, 1, "novelty", np.zeros(X.shape[0]))
-        self._train(X, None, lambda yb, xp: None, self.n_iter_per_fit_, self.seed_)
+        self._train(X, None, lambda yb, xp: None, self._fit_iters(), self.seed_)
         self.offset_ = float(self.loss_.rho)
         return self
 
