@@ -76,8 +76,6 @@ def load_devdata_specs(devdata: Path) -> dict:
 
 def prepared(name: str, spec: dict, cache: Path):
     """(X_train, y_train, X_test, y_test, meta) of the pipeline's preparation, cached on disk."""
-    import zarr
-
     from kernelscale.data.errors import DataError
     from kernelscale.data.prepare import prepare_dataset
     from kernelscale.data.store import open_prepared
@@ -91,7 +89,6 @@ def prepared(name: str, spec: dict, cache: Path):
         shutil.rmtree(out)
         prepare_dataset(name, spec, out)
         meta, arrays = open_prepared(out)
-    del zarr
     X_tr = np.asarray(arrays["X_train"][:], dtype=np.float64)
     X_te = np.asarray(arrays["X_test"][:], dtype=np.float64)
     y_tr, y_te = np.asarray(arrays["y_train"][:]), np.asarray(arrays["y_test"][:])
