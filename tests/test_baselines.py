@@ -276,3 +276,28 @@ def test_chunked_methods_read_zarr_like_numpy(tmp_path):
         a = make().set_params(bandwidth=BW, device="cpu", random_state=0).fit(X, y)
         b = make().set_params(bandwidth=BW, device="cpu", random_state=0).fit(Z, y)
         assert np.allclose(a.predict(X), b.predict(Z), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n, block, n_rhs", [(50, 7, 1), (50, 7, 3), (64, 64, 2), (65, 64, 2)])
+def test_blocked_cholesky_solve_matches_dense_solve(n, block, n_rhs):
+    """The in-place blocked Cholesky of exact KRR (panels smaller than n, n not a multiple of the
+    block) gives LAPACK's factor and numpy's solution."""
+    from kernelscale.solvers.exact import cholesky_solve_inplace
+
+    rng = np.random.default_rng(n + block)
+    M = rng.standard_normal((n, n))
+    A = M @ M.T + n * np.eye(n)
+    Y = rng.standard_normal((n, n_rhs)) if n_rhs > 1 else rng.standard_normal(n)
+    work = A.copy()
+    c = cholesky_solve_inplace(work, Y, block=block)
+    np.testing.assert_allclose(c, np.linalg.solve(A, Y), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.tril(work), np.linalg.cholesky(A), rtol=1e-10, atol=1e-12)
+    assert c.shape == Y.shape
+
+
+def test_blocked_cholesky_names_a_matrix_that_is_not_positive_definite():
+    from kernelscale.solvers.exact import cholesky_solve_inplace
+
+    A = -np.eye(10)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite.*increase alpha"):
+        cholesky_solve_inplace(A, np.ones(10), block=4)
