@@ -251,6 +251,52 @@ def test_at_baseline_flag_and_warning(tmp_path, capsys):
     assert marked == ["dummy"]  # the dummy's error in the wide table; not the baseline row
 
 
+def test_best_exact_kernel_row(tmp_path):
+    """Per dataset the exact-kernel run with the lowest error is a labelled reference row of the
+    long and wide tables (the run the plots draw as their dotted line); no row without one."""
+    import pandas as pd
+
+    data = make_prepared(tmp_path / "data", "toyk", "regression", n_train=400, n_test=200)
+    finals, dirs = {}, []
+    # two configurations of one exact estimator under their own algorithm names, and a stand-in
+    for algo, alpha in (("krr_weak", 1e-3), ("krr_strong", 1e3)):
+        spec = {"estimator": "exact_krr", "params": {"alpha": alpha, "bandwidth": "median"},
+                "device": "cpu"}
+        out = tmp_path / "results" / "runs" / "toyk" / algo / "seed0"
+        finals[algo] = train(data, out, algo, spec, seed=0)
+        dirs.append(out)
+    out = tmp_path / "results" / "runs" / "toyk" / "standin" / "seed0"
+    finals["standin"] = train(data, out, "standin", SPEC, seed=0)
+    dirs.append(out)
+    best = min(("krr_weak", "krr_strong"), key=lambda a: finals[a]["value"])
+    assert finals["krr_weak"]["value"] != finals["krr_strong"]["value"]
+    assert tables.best_exact_kernel(finals.values())["algorithm"] == best  # what the plot draws
+    label = tables.exact_kernel_label(best)
+    assert label == f"best exact kernel ({best})"
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    imported = tracking.import_runs(uri, "t", dirs)
+    df = tables.write_tables(tracking.search_runs(uri, "t"), tmp_path / "s.csv", tmp_path / "s.md",
+                             wide_csv_path=tmp_path / "w.csv")
+    assert list(df["algorithm"]) == ["krr_strong", "krr_weak", "standin", label, tables.BASELINE]
+    row = df[df["algorithm"] == label].iloc[0]
+    assert row["value"] == pytest.approx(finals[best]["value"])
+    assert row["estimator"] == "exact_krr" and row["metric"] == "test_rmse"
+    assert row["run_id"] == df[df["algorithm"] == best]["run_id"].iloc[0]
+    wide = pd.read_csv(tmp_path / "w.csv")
+    assert list(wide["algorithm"]) == ["krr_strong", "krr_weak", "standin", label, tables.BASELINE]
+    assert wide.set_index("algorithm").loc[label, "toyk: rmse"] == pytest.approx(
+        finals[best]["value"])
+    md = (tmp_path / "s.md").read_text()
+    assert f"| {label}" in md and f"toyk/{label}" not in md  # a row, never a run warning
+
+    # without an exact-kernel run (only the stand-in's): no such row
+    standin_only = [r["run_id"] for r in imported if "standin" in r["key"]]
+    df = tables.summary_table(tracking.search_runs(uri, "t"), run_ids=standin_only)
+    assert list(df["algorithm"]) == ["standin", tables.BASELINE]
+    assert not tables.wide_table(df)["algorithm"].str.startswith("best exact kernel").any()
+
+
 def test_plot_colours_fixed_and_objectives_grouped(tmp_path):
     """One colour per algorithm name whatever the figure; objectives share a panel only when
     they are the same function (same estimator class, loss, regulariser, kernel ...)."""

@@ -197,7 +197,7 @@ def _cmd_track(a) -> None:
 
 
 def _cmd_tables(a) -> None:
-    from .tables import BASELINE, run_ids_from_import, write_tables
+    from .tables import is_reference, run_ids_from_import, write_tables
     from .tracking import search_runs
 
     for path in (a.csv, a.md) + ((a.wide_csv,) if a.wide_csv else ()):
@@ -218,7 +218,7 @@ def _cmd_tables(a) -> None:
         raise UserError(f"none of the runs of {a.runs_from} is in experiment {a.experiment!r} "
                         f"of the tracking store {a.uri}; run `kernelscale track` again")
     df = write_tables(runs, a.csv, a.md, run_ids=ids, wide_csv_path=a.wide_csv)
-    print(f"wrote {a.csv} and {a.md} ({int((df['algorithm'] != BASELINE).sum())} runs)",
+    print(f"wrote {a.csv} and {a.md} ({int((~df['algorithm'].map(is_reference)).sum())} runs)",
           flush=True)
 
 

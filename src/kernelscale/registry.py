@@ -68,6 +68,11 @@ ALGORITHMS: dict[str, dict[str, str]] = {
     },
 }
 
+# Estimators whose result is the exact kernel machine's (no approximation of the kernel, solved to
+# the optimum): the reference that the tables' "best exact kernel" row and the plots' dotted line
+# are taken from (``tables.best_exact_kernel``).
+EXACT_KERNEL = ("exact_krr", "libsvm")
+
 # Parameters fixed by the algorithm name (e.g. "udsg" is DSG with variant="udsg").
 PRESETS: dict[str, dict] = {
     "dsg": {"variant": "dsg"},

@@ -3,8 +3,10 @@
 ``summary_table`` gives one row per dataset x algorithm x seed: the final test metric (error for
 classification, RMSE for regression, plus accuracy / R²), fit time, predict time (the whole test
 set), the method's peak memory (over the process baseline), model size, and ``at_baseline``
-(the model is no better than the trivial baseline), then one ``trivial baseline`` row per
-dataset (majority class / mean predictor of the training labels, scored on the test set).
+(the model is no better than the trivial baseline), then per dataset a ``best exact kernel
+(<algorithm>)`` row when an exact-kernel estimator ran (``best_exact_kernel``: the same run the
+plots draw as their dotted reference line) and a ``trivial baseline`` row (majority class / mean
+predictor of the training labels, scored on the test set).
 ``aggregate_table`` gives mean ± std over seeds per dataset x algorithm; ``wide_table`` puts the
 algorithms in rows and, per dataset, error / fit time / predict time / model size in columns.
 
@@ -16,14 +18,19 @@ runs of other configs stay in MLflow.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from .registry import EXACT_KERNEL
+
 BASELINE = "trivial baseline"
-COLUMNS = ["dataset", "algorithm", "seed", "metric", "value", "at_baseline", "test_accuracy",
-           "test_r2", "train_time_s", "predict_time_s", "peak_mem_mb", "model_size_mb",
-           "baseline_value", "n_train", "d", "device", "run_id"]
+EXACT_PREFIX = "best exact kernel"
+COLUMNS = ["dataset", "algorithm", "estimator", "seed", "metric", "value", "at_baseline",
+           "test_accuracy", "test_r2", "train_time_s", "predict_time_s", "peak_mem_mb",
+           "model_size_mb", "baseline_value", "n_train", "d", "device", "run_id"]
 WIDE_QUANTITIES = (("value", "error"), ("train_time_s", "fit s"), ("predict_time_s", "predict s"),
                    ("model_size_mb", "size MB"))
 
@@ -33,13 +40,42 @@ def run_ids_from_import(path) -> list[str]:
     return [r["run_id"] for r in json.loads(Path(path).read_text())["runs"]]
 
 
+def best_exact_kernel(results: Iterable[Mapping]) -> Mapping | None:
+    """The result with the lowest ``value`` (test error, or RMSE: lower is better) among those
+    whose ``estimator`` is an exact kernel machine (``registry.EXACT_KERNEL``), or None when no
+    exact-kernel estimator has a finite value. ``results``: run records of one dataset (a run's
+    final.json, or a summary-table row as a dict). The tables' reference row and the plots'
+    reference line both come from here."""
+    exact = [r for r in results if r.get("estimator") in EXACT_KERNEL and _finite(r.get("value"))]
+    return min(exact, key=lambda r: float(r["value"]), default=None)
+
+
+def _finite(v) -> bool:
+    try:
+        return math.isfinite(float(v))
+    except (TypeError, ValueError):  # None, pd.NA, a string
+        return False
+
+
+def exact_kernel_label(algorithm: str) -> str:
+    """The label of the best exact-kernel result, e.g. ``best exact kernel (exact_krr)``."""
+    return f"{EXACT_PREFIX} ({algorithm})"
+
+
+def is_reference(algorithm) -> bool:
+    """True for the reference rows (trivial baseline, best exact kernel), which are not runs."""
+    return algorithm == BASELINE or str(algorithm).startswith(EXACT_PREFIX)
+
+
 def _flag(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "1.0")
 
 
 def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
     """Flatten an ``mlflow.search_runs`` frame of imported runs into the summary table (only the
-    runs in ``run_ids`` when given), with one trivial-baseline row per dataset."""
+    runs in ``run_ids`` when given), with per dataset the best exact-kernel run as a reference
+    row (when one ran; a copy of that run's row, labelled ``exact_kernel_label``) and a
+    trivial-baseline row."""
     if runs is not None and run_ids is not None and len(runs):
         runs = runs[runs["run_id"].isin(set(run_ids))]
     if runs is None or len(runs) == 0:
@@ -57,6 +93,8 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
     df = pd.DataFrame({
         "dataset": col("tags.dataset"),
         "algorithm": col("tags.algorithm"),
+        # the registry's name; imports of older versions lack it: the algorithm's own name
+        "estimator": col("params.estimator").fillna(col("tags.algorithm")),
         "seed": num("tags.seed").astype("Int64"),
         "metric": col("tags.metric"),
         "value": num("metrics.final.value"),
@@ -75,6 +113,9 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
     })
     rows = []
     for (dataset, metric), g in df.groupby(["dataset", "metric"], dropna=False):
+        best = best_exact_kernel(g.to_dict("records"))
+        if best is not None:
+            rows.append({**best, "algorithm": exact_kernel_label(best["algorithm"])})
         b = g["baseline_value"].dropna()
         if len(b):  # the same for every run of a dataset: computed from its prepared labels
             rows.append({"dataset": dataset, "algorithm": BASELINE, "metric": metric,
@@ -85,8 +126,9 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
         df = pd.concat([df, pd.DataFrame(rows)], ignore_index=True)
     df["seed"] = df["seed"].astype("Int64")
     df["at_baseline"] = df["at_baseline"].astype(bool)
-    df["_base"] = df["algorithm"] == BASELINE  # baseline last within each dataset
-    df = df.sort_values(["dataset", "_base", "algorithm", "seed"]).drop(columns="_base")
+    # within each dataset: the runs, then the best exact kernel, then the trivial baseline
+    df["_ref"] = df["algorithm"].map(lambda a: 2 if a == BASELINE else int(is_reference(a)))
+    df = df.sort_values(["dataset", "_ref", "algorithm", "seed"]).drop(columns="_ref")
     return df.reset_index(drop=True)[COLUMNS]
 
 
@@ -109,14 +151,18 @@ def aggregate_table(summary: pd.DataFrame) -> pd.DataFrame:
 def wide_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Algorithms in rows; per dataset its error (mean over seeds; RMSE for regression), fit
     time, predict time and model size in columns named ``dataset: quantity``. A value at the
-    trivial baseline is kept as a number; ``at_baseline`` columns say which."""
+    trivial baseline is kept as a number; ``at_baseline`` columns say which. The reference rows
+    come last: the best exact kernel (one row per algorithm that was best on some dataset,
+    empty on the others), then the trivial baseline."""
     agg = aggregate_table(summary)
     if len(agg) == 0:
         return pd.DataFrame(columns=["algorithm"])
     agg = agg.rename(columns={"value_mean": "value", "train_time_s_mean": "train_time_s",
                               "predict_time_s_mean": "predict_time_s",
                               "model_size_mb_mean": "model_size_mb"})
-    order = [a for a in dict.fromkeys(agg["algorithm"]) if a != BASELINE] + [BASELINE]
+    names = list(dict.fromkeys(agg["algorithm"]))
+    order = [a for a in names if not is_reference(a)] \
+        + [a for a in names if is_reference(a) and a != BASELINE] + [BASELINE]
     out = pd.DataFrame({"algorithm": order})
     for dataset, g in agg.groupby("dataset", sort=True):
         g = g.set_index("algorithm")
@@ -166,14 +212,16 @@ def write_tables(runs: pd.DataFrame, csv_path, md_path, run_ids=None,
     wide = wide_table(summary)
     if wide_csv_path is not None:
         wide.to_csv(wide_csv_path, index=False)
-    flagged = summary[summary["at_baseline"] & (summary["algorithm"] != BASELINE)]
+    flagged = summary[summary["at_baseline"] & ~summary["algorithm"].map(is_reference)]
     warn = "".join(f"* **{r.dataset}/{r.algorithm}/seed{r.seed}** is at the trivial baseline "
                    f"({r.metric} {r.value:.4g} vs {r.baseline_value:.4g})\n"
                    for r in flagged.itertuples())
     text = ("# Summary\n\n"
             "Error = final test error (classification) or RMSE (regression), lower is better; "
             "fit and predict times in seconds (predict: the whole test set), model size in MB "
-            "(pickled). `trivial baseline`: majority class / mean of the training labels. "
+            "(pickled). `best exact kernel (...)`: the exact-kernel run (exact kernel ridge, "
+            "LIBSVM) with the lowest error on the dataset, when one ran. "
+            "`trivial baseline`: majority class / mean of the training labels. "
             "⚠ / `at_baseline`: not 2 % better than the trivial baseline.\n\n"
             + (warn + "\n" if warn else "")
             + "## Algorithms x datasets (mean over seeds)\n\n" + _wide_markdown(wide)

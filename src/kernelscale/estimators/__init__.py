@@ -1,1 +1,21 @@
-"""scikit-learn estimators over kernelscale's solvers."""
+"""scikit-learn estimators over kernelscale's solvers.
+
+``__all__`` names every public estimator class (the same list as the top-level ``kernelscale``
+package); each is imported from its module on first access, so importing this package is cheap.
+"""
+
+import importlib
+
+from .. import _WHERE
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'kernelscale.estimators' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -325,9 +325,53 @@ class RFFSGDRegressor(RegressorTargets, RegressorMixin, _RFFSGDBase):
 # ---------------------------------------------------------------------------------------------
 # Nyström + ridge, exact kernel ridge
 # ---------------------------------------------------------------------------------------------
+_NYSTROM_PARAMS = f"""\
+n_components : "auto" or int >= 1, default="auto"
+    m, landmarks (centres) sampled without replacement from the training rows with the seed.
+    "auto" = max(500, ceil(sqrt(n) ln n)), at most n: the count with which Nyström ridge
+    keeps the exact kernel's learning rate (Rudi, Camoriano & Rosasco, NIPS 2015); 500 keeps
+    small sets from a needlessly coarse approximation. With m = n the fit is exact kernel
+    ridge. Fitted: ``n_components_``.
+alpha : "auto" or float >= 0, default="auto"
+    Ridge penalty, scikit-learn's ``KernelRidge`` alpha (= n nu for the averaged objective of
+    the DSG estimators). "auto": chosen with the bandwidth by held-out selection on a slice
+    (``kernels.selection``; README "Defaults, and the rule behind each"), used as it is: the
+    ridge is on the sum of losses, so it needs no 1/n scaling. Fitted: ``alpha_``.
+{_COMMON_KERNEL}
+rcond : float, default=1e-12
+    Eigenvalues of the landmarks' kernel matrix K_ZZ below rcond x its largest are dropped
+    (the pseudo-inverse K_ZZ^+): a smooth kernel's K_ZZ is numerically singular, and
+    1 / sqrt(s) of an eigenvalue at rounding level would amplify noise. 1e-12 is a few
+    thousand times float64's precision (2.2e-16), so nothing that float64 resolves is cut.
+    Fitted: ``rank_``, the eigenvalues kept.
+chunk_rows : int, default=8192
+    Rows of X per chunk when accumulating the normal equations (X is read chunk by chunk,
+    also from zarr / dask): the chunk's kernel block is chunk_rows x m numbers, 8192 x m x 8
+    bytes in float64 (62.5 MiB for m = 1,000).
+random_state : int, RandomState or None, default=None
+    Seed of the landmark sample and of the "auto" / "median" selection's subsample.
+device : {{"auto", "cpu", "gpu"}}, default="auto"
+    "auto": the GPU when cupy finds one, else the CPU.
+dtype : {{"float64", "float32"}}, default="float64"
+    Precision of the kernel blocks and the solve."""
+
+_NYSTROM_ATTRS = """\
+solver_ : solvers.nystrom.NystromRidge
+    Landmarks ``Z`` and ridge coefficients ``coef`` over the Nyström features.
+n_components_ : int
+    m used (``n_components`` capped at n).
+rank_ : int
+    Eigenvalues of K_ZZ kept (<= m): the dimension of the Nyström feature map.
+alpha_ : float
+    Ridge penalty used.
+kernel_ : kernels.shift_invariant.Kernel
+    The kernel used; ``bandwidth_`` is its sigma.
+bandwidth_ : float
+n_features_in_ : int"""
+
+
 class _NystromBase(KernelEstimatorBase):
-    """Nyström + ridge (``solvers.nystrom``): ``n_components`` landmarks sampled with the seed;
-    ridge ``alpha`` as in scikit-learn's KernelRidge; X read in chunks of ``chunk_rows``."""
+    """Implementation shared by ``NystromRidgeClassifier`` / ``NystromRidgeRegressor``."""
 
     def __init__(self, n_components="auto", alpha="auto", kernel="gaussian", bandwidth="auto",
                  rcond=1e-12, chunk_rows=8192, random_state=None, device="auto", dtype="float64"):
@@ -342,6 +386,20 @@ class _NystromBase(KernelEstimatorBase):
         self.dtype = dtype
 
     def fit(self, X, y):
+        """Fit the Nyström ridge model on (X, y) in one pass over X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; also an on-disk zarr / dask array, read ``chunk_rows`` rows at a
+            time (only the m landmark rows are held).
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets (classifier: class labels).
+
+        Returns
+        -------
+        self
+        """
         X, Y = self._fit_targets(X, y)
         check_int("n_components", self.n_components, allow=("auto",))
         check_int("chunk_rows", self.chunk_rows)
@@ -359,18 +417,98 @@ class _NystromBase(KernelEstimatorBase):
         return self
 
 
+_NYSTROM_METHOD = """Nyström approximation + ridge regression (Williams & Seeger, NIPS 2001; the
+    "Nyström + a linear solver" baseline of papers 002 and 003), ``solvers.nystrom``.
+
+    m landmarks Z, K_ZZ = U diag(s) U^T, give the feature map phi(x) = diag(s)^{-1/2} U^T k(Z, x)
+    whose inner products are the Nyström kernel K_xZ K_ZZ^+ K_Zx; the model is the ridge solution
+    min_w ||Phi w - Y||^2 + alpha ||w||^2, solved through its m x m normal equations summed
+    over row chunks of X."""
+
+
 class NystromRidgeRegressor(RegressorTargets, RegressorMixin, _NystromBase):
-    __doc__ = _NystromBase.__doc__
+    __doc__ = f"""{_NYSTROM_METHOD} Multi-output y allowed.
+
+    Parameters
+    ----------
+{doc_indent(_NYSTROM_PARAMS)}
+
+    Attributes
+    ----------
+{doc_indent(_NYSTROM_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from kernelscale.estimators.baselines import NystromRidgeRegressor
+    >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
+    >>> model = NystromRidgeRegressor(n_components=100, random_state=0).fit(X, y / y.std())
+    >>> model.predict(X[:3]).shape
+    (3,)
+    >>> model.rank_ <= model.n_components_ == 100
+    True
+    """
 
 
 class NystromRidgeClassifier(ClassifierTargets, ClassifierMixin, _NystromBase):
-    __doc__ = _NystromBase.__doc__
+    __doc__ = f"""{_NYSTROM_METHOD} Classification: ridge on {{-1, +1}} targets (one column
+    for two classes, one-vs-all columns for more), predict by sign / argmax.
+
+    Parameters
+    ----------
+{doc_indent(_NYSTROM_PARAMS)}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+{doc_indent(_NYSTROM_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.baselines import NystromRidgeClassifier
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> clf = NystromRidgeClassifier(n_components=100, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
+    """
+
+
+_EXACT_KRR_PARAMS = f"""\
+alpha : "auto" or float > 0, default="auto"
+    Ridge penalty of (K + alpha I) c = Y, scikit-learn's ``KernelRidge`` alpha (= n nu for the
+    averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2 of the DSG estimators).
+    "auto": chosen with the bandwidth by held-out selection on a slice (``kernels.selection``;
+    README "Defaults, and the rule behind each"), whose proxy is this very estimator on a
+    1,000-row slice. Must be > 0 (the Cholesky factorisation needs K + alpha I positive
+    definite). Fitted: ``alpha_``.
+{_COMMON_KERNEL}
+max_n : "auto" or int >= 1, default="auto"
+    Largest n accepted; more rows is a one-line error pointing at the scalable methods.
+    "auto" = the n whose n x n kernel matrix (in ``dtype``) takes at most 60 % of the memory
+    available when ``fit`` starts (``_kernel_common.exact_max_n``): the matrix is factored in
+    place, so it is the one n^2 allocation, and 40 % stays for everything else.
+random_state : int, RandomState or None, default=None
+    Seed of the "auto" / "median" selection's subsample (the solve itself has no randomness).
+device : {{"auto", "cpu", "gpu"}}, default="auto"
+    "auto": the GPU when cupy finds one, else the CPU.
+dtype : {{"float64", "float32"}}, default="float64"
+    Precision of the kernel matrix and the solve."""
+
+_EXACT_KRR_ATTRS = """\
+solver_ : solvers.exact.ExactKRR
+    The training rows ``X`` and the coefficients ``coef`` (n, C): f = sum_i c_i k(x_i, .).
+alpha_ : float
+    Ridge penalty used.
+kernel_ : kernels.shift_invariant.Kernel
+    The kernel used; ``bandwidth_`` is its sigma.
+bandwidth_ : float
+n_features_in_ : int"""
 
 
 class _ExactKRRBase(KernelEstimatorBase):
-    """Exact kernel ridge regression, (K + alpha I) c = Y (``solvers.exact``); ``alpha`` is
-    scikit-learn's KernelRidge alpha (= n nu for DSG's averaged objective). Refuses n > ``max_n``
-    (the n x n kernel matrix) with a one-line error pointing at the scalable methods."""
+    """Implementation shared by ``ExactKRRClassifier`` / ``ExactKRRRegressor``."""
 
     def __init__(self, alpha="auto", kernel="gaussian", bandwidth="auto", max_n="auto",
                  random_state=None, device="auto", dtype="float64"):
@@ -383,6 +521,19 @@ class _ExactKRRBase(KernelEstimatorBase):
         self.dtype = dtype
 
     def fit(self, X, y):
+        """Fit by one direct solve of (K + alpha I) c = Y (Cholesky, in place).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data, loaded whole onto the device (n <= ``max_n``).
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets (classifier: class labels).
+
+        Returns
+        -------
+        self
+        """
         check_int("max_n", self.max_n, allow=("auto",))
         X, Y = self._fit_targets(X, y)
         n = int(X.shape[0])
@@ -400,12 +551,60 @@ class _ExactKRRBase(KernelEstimatorBase):
         return self
 
 
+_EXACT_KRR_METHOD = """Exact kernel ridge regression by a direct solve (``solvers.exact``): the
+    reference solution of the papers' square-loss experiments (paper 004 §6: "direct solution
+    of kernel regularized least squares (KRLS) is used to obtain the reference error"; the
+    square-loss case of paper 003's problem (nu/2)||f||^2 + E loss(f(x), y), solved exactly).
+
+    f = sum_i c_i k(x_i, .) with (K + alpha I) c = Y, K the n x n kernel matrix of the
+    training rows: O(n^2) memory and O(n^3) time, so n is capped by ``max_n``."""
+
+
 class ExactKRRRegressor(RegressorTargets, RegressorMixin, _ExactKRRBase):
-    __doc__ = _ExactKRRBase.__doc__
+    __doc__ = f"""{_EXACT_KRR_METHOD} Multi-output y allowed.
+
+    Parameters
+    ----------
+{doc_indent(_EXACT_KRR_PARAMS)}
+
+    Attributes
+    ----------
+{doc_indent(_EXACT_KRR_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from kernelscale.estimators.baselines import ExactKRRRegressor
+    >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
+    >>> model = ExactKRRRegressor(alpha=0.1, bandwidth="median", random_state=0)
+    >>> model.fit(X, y / y.std()).predict(X[:3]).shape
+    (3,)
+    """
 
 
 class ExactKRRClassifier(ClassifierTargets, ClassifierMixin, _ExactKRRBase):
-    __doc__ = _ExactKRRBase.__doc__
+    __doc__ = f"""{_EXACT_KRR_METHOD} Classification: ridge on {{-1, +1}} targets (one column
+    for two classes, one-vs-all columns for more), predict by sign / argmax.
+
+    Parameters
+    ----------
+{doc_indent(_EXACT_KRR_PARAMS)}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+{doc_indent(_EXACT_KRR_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.baselines import ExactKRRClassifier
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> clf = ExactKRRClassifier(random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
+    """
 
 
 # ---------------------------------------------------------------------------------------------
@@ -421,12 +620,66 @@ class _KernelFunction:
         return self.kernel(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64))
 
 
+_SVM_PARAMS = """\
+C : "auto" or float > 0, default="auto"
+    LIBSVM's C, the weight of the summed loss against (1/2)||f||^2: lambda = 1 / (C n) in
+    Pegasos' units, nu = 1 / (C n) in the DSG estimators'. "auto" = 1 / alpha with alpha
+    (= n nu, scikit-learn's ``KernelRidge`` alpha) chosen with the bandwidth by held-out
+    selection on a slice (``kernels.selection``; README "Defaults, and the rule behind each"),
+    so that every estimator of a comparison regularises alike. Fitted: ``C_``.
+kernel : str, default="gaussian"
+    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    "gaussian" runs as LIBSVM's own rbf with gamma = 1 / (2 sigma^2); the others as a callable
+    kernel (a Gram matrix computed by kernelscale: slower, and O(n^2) memory).
+bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+    the rule behind each"); fitted: ``bandwidth_``.
+epsilon : float, default=0.1
+    ``ExactSVMRegressor`` only (the classifier ignores it): half-width of SVR's
+    epsilon-insensitive tube, in the units of y. 0.1 is LIBSVM's and scikit-learn's default;
+    for y scaled to unit variance it ignores residuals below a tenth of y's spread.
+tol : float, default=1e-3
+    Stopping tolerance of LIBSVM's SMO solver (its KKT-violation bound); 1e-3 is LIBSVM's and
+    scikit-learn's default.
+cache_size : float, default=500
+    MB of LIBSVM's kernel-row cache. Larger than scikit-learn's 200 because SMO recomputes
+    evicted kernel rows, and a reference run on tens of thousands of rows is worth the memory.
+random_state : int, RandomState or None, default=None
+    Seed of the "auto" / "median" selection's subsample (LIBSVM's own solve is deterministic
+    here: no probability estimates, no shuffling).
+device : {"auto", "cpu", "gpu"}, default="auto"
+    Accepted for a uniform interface: "gpu" without a GPU is the same one-line DeviceError as
+    elsewhere, but LIBSVM always runs on the CPU (``device_`` is "cpu")."""
+
+_SVM_ATTRS = """\
+svm_ : sklearn.svm.SVC or sklearn.svm.SVR
+    The fitted LIBSVM model (support vectors, dual coefficients).
+C_ : float
+    C used.
+kernel_ : kernels.shift_invariant.Kernel
+    The kernel used; ``bandwidth_`` is its sigma.
+bandwidth_ : float
+device_ : str
+    Always "cpu".
+n_features_in_ : int"""
+
+_SVM_FIT = """Fit LIBSVM on (X, y) (the data are loaded into memory).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            {y}
+
+        Returns
+        -------
+        self
+        """
+
+
 class _ExactSVMBase(BaseEstimator):
-    """Exact SVM by LIBSVM (scikit-learn's SVC / SVR), CPU only. Kernel naming as elsewhere in
-    kernelscale: "gaussian" -> LIBSVM's rbf with gamma = 1 / (2 sigma^2); other kernels are passed
-    as a callable; bandwidth "median" uses the median trick with the seed. ``device`` is accepted
-    for a uniform interface (a missing GPU still raises DeviceError) but LIBSVM always runs on
-    the CPU."""
+    """Implementation shared by ``ExactSVMClassifier`` / ``ExactSVMRegressor``."""
 
     def __init__(self, C="auto", kernel="gaussian", bandwidth="auto", epsilon=0.1, tol=1e-3,
                  cache_size=500, random_state=None, device="auto"):
@@ -460,7 +713,33 @@ class _ExactSVMBase(BaseEstimator):
 
 
 class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
-    __doc__ = _ExactSVMBase.__doc__
+    __doc__ = f"""Exact kernel SVM by LIBSVM (scikit-learn's ``SVC``; CPU only): the accuracy
+    reference of paper 000 (its Table 3: DSG / UDSG / CDSG against LIBSVM's converged
+    solution), with kernelscale's kernel and bandwidth naming.
+
+    Minimises (1/2)||f||^2 + C sum_i max(0, 1 - y_i f(x_i)) (the hinge loss of paper 003's
+    problem with nu = 1 / (C n)) by SMO on the dual. Several classes: LIBSVM's one-vs-one,
+    ``decision_function`` in one-vs-rest shape.
+
+    Parameters
+    ----------
+{doc_indent(_SVM_PARAMS)}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+{doc_indent(_SVM_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.baselines import ExactSVMClassifier
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> clf = ExactSVMClassifier(C=10.0, bandwidth="median", random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
+    """
 
     def fit(self, X, y):
         reject_sparse(X)
@@ -471,6 +750,8 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
                         decision_function_shape="ovr", **kw).fit(X, y)
         self.classes_ = self.svm_.classes_
         return self
+
+    fit.__doc__ = _SVM_FIT.format(y="Class labels.")
 
     def decision_function(self, X):
         check_is_fitted(self, "svm_")
@@ -484,7 +765,29 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
 
 
 class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
-    __doc__ = _ExactSVMBase.__doc__
+    __doc__ = f"""Exact kernel support vector regression by LIBSVM (scikit-learn's ``SVR``;
+    CPU only), with kernelscale's kernel and bandwidth naming.
+
+    Minimises (1/2)||f||^2 + C sum_i max(0, |f(x_i) - y_i| - epsilon) (paper 003's
+    epsilon-insensitive loss with nu = 1 / (C n)) by SMO on the dual. One output.
+
+    Parameters
+    ----------
+{doc_indent(_SVM_PARAMS)}
+
+    Attributes
+    ----------
+{doc_indent(_SVM_ATTRS)}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from kernelscale.estimators.baselines import ExactSVMRegressor
+    >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
+    >>> model = ExactSVMRegressor(C=10.0, bandwidth="median", random_state=0)
+    >>> model.fit(X, y / y.std()).predict(X[:3]).shape
+    (3,)
+    """
 
     def fit(self, X, y):
         reject_sparse(X)
@@ -494,6 +797,8 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
         self.svm_ = SVR(C=self.C_, epsilon=float(self.epsilon), tol=self.tol,
                         cache_size=self.cache_size, **kw).fit(X, y)
         return self
+
+    fit.__doc__ = _SVM_FIT.format(y="Targets.")
 
 
 # ---------------------------------------------------------------------------------------------

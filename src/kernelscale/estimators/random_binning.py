@@ -2,7 +2,8 @@
 
 * ``solver="cg"``: ridge regression (Z^T Z + reg I) W = Z^T Y by conjugate gradients (paper §3.1);
   classification is one-vs-all ridge on {-1, +1} targets, all classes as one block of right-hand
-  sides. ``reg`` is the paper's lambda (default 0.01): in terms of the per-sample ERM (1),
+  sides. ``reg`` is the paper's lambda (the paper uses 0.01; the default is "auto", see the
+  estimators' ``reg``): in terms of the per-sample ERM (1),
   (lambda_1/2)||w||^2 + (1/N) sum 1/2 (f(x_i) - y_i)^2, reg = N lambda_1, so the same ``reg``
   regularises less as N grows.
 * ``solver="cd"``: L1-regularised loss lambda ||w||_1 + (1/N) sum L (eq. 23) by parallel randomized
@@ -39,7 +40,7 @@ from ..losses import sigmoid
 from ..rng import seed_from
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
-from ._base import LabelCoder, check_X, check_X_y
+from ._base import LabelCoder, check_X, check_X_y, doc_indent
 from ._kernel_common import auto_kernel
 
 SOLVERS = ("cg", "cd")
@@ -59,6 +60,100 @@ def _check_number(name, value, *, low, strict=True, integer=False):
     if not ok:
         op = ">" if strict else ">="
         raise ValueError(f"{name}={value!r} must be {'an integer' if integer else 'a number'} {op} {low}")
+
+
+_RB_PARAMS = """\
+kernel : "laplacian", default="laplacian"
+    k(x, x') = exp(-||x - x'||_1 / sigma), paper 002's eq. (5): the product kernels with
+    k_j'' >= 0 have RB features (eq. (6)), and the Laplacian is the one implemented
+    (``kernels.random_binning.RB_KERNELS``).
+bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
+    sigma. "auto": held-out selection on a slice with the exact Laplacian kernel
+    (``kernels.selection``; README "Defaults, and the rule behind each"); "median": the median
+    L1 distance of a sample ("median*4" for a multiple); fitted: ``bandwidth_``. Grid widths
+    are drawn as delta ~ Gamma(2, sigma) per dimension (Algorithm 1, p(delta) ∝ delta k''(delta)).
+n_grids : int >= 1, default=256
+    R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds
+    n R entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
+    O(1 / (kappa R)) (paper 002, Theorem 1); 256 is inside the range of R the paper sweeps
+    (10 to 1,000, Fig. 4 and 5), a middle setting rather than a tuned one.
+reg : "auto" or float, default="auto"
+    The regulariser, in the solver's units. ``solver="cg"``: lambda of the ridge system
+    (Z^T Z + lambda I) W = Z^T Y (paper 002 §3.1; > 0), i.e. N times lambda_1 of the
+    per-sample ERM (1), so a fixed value regularises less as N grows; "auto" = alpha from
+    held-out selection (``kernels.selection``: kernel ridge's alpha, the same system with the
+    exact kernel) in place of the paper's fixed 0.01. ``solver="cd"``: lambda of the
+    L1-regularised objective (23), lambda ||w||_1 + (1/N) sum L (>= 0), per sample; "auto" =
+    alpha / N, the per-sample scaling of the same selection (it was chosen for an L2 penalty,
+    so it is only a scale: the registry's ``rb_cd`` preset fixes reg=1e-4). Fitted: ``reg_``.
+solver : {"cg", "cd"}, default="cg"
+    "cg": ridge by conjugate gradients on Z (never forming Z^T Z; §3.1,
+    ``solvers.rb_cg``), GPU-capable. "cd": parallel randomized coordinate descent on the L1
+    objective (23) (Algorithm 2, updates (24)-(27); ``solvers.rb_cd``), CPU only.
+loss : str, default="square"
+    {loss}
+tol : float >= 0, default=1e-4
+    "cg": relative residual ||Z^T Y - (Z^T Z + lambda I) W|| / ||Z^T Y|| per column; "cd":
+    relative decrease of objective (23) over an epoch. The paper's comparisons stop CG at
+    1e-3 (§5.2: an iterative solver "has no need to solve in high precision"); the default is
+    a decade tighter so that the features, not the early stop, decide the error.
+max_iter : int >= 1, default=1000
+    CG iterations / CD epochs at most; reaching it without ``tol`` is a ConvergenceWarning.
+precondition : bool, default=False
+    Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features). False,
+    the paper's plain CG: Jacobi helps at loose tolerances but can need more iterations at
+    tight ones (``solvers.rb_cg``). Ignored by "cd".
+n_jobs : int >= 1 or -1, default=1
+    tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more threads update
+    coordinates asynchronously (the paper's near-linear speed-up, eq. (29)) and converge to
+    the same objective, not to the same bits. Ignored by "cg".
+chunk_rows : int >= 1, default=65536
+    Rows of X read and binned at a time, in ``fit`` and at predict time (on-disk zarr / dask X
+    is read in such chunks): it bounds the dense rows held (chunk_rows x d floats), not the fit's
+    n x R bin hashes and Z, which it keeps whole.
+device : {"auto", "cpu", "gpu"}, default="auto"
+    "auto": the GPU when cupy finds one, else the CPU. Only CG iterations run on the GPU
+    (binning is a numba loop on the host); "cd" with "auto" runs on the CPU, with "gpu" it is
+    a one-line DeviceError.
+random_state : int, RandomState or None, default=None
+    Seed of the grids (grid r is regenerated from (seed, r)), of CD's coordinate order and of
+    the "auto" / "median" selection's subsample."""
+
+_RB_ATTRS = """\
+coef_ : ndarray of shape (D,) or (D, C)
+    Coefficients over the D = ``n_features_out_`` RB features (on the host).
+intercept_ : {intercept}
+features_ : kernels.random_binning.RandomBinning
+    The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
+    feature at predict time).
+n_features_out_ : int
+    D, the non-empty bins of all grids (R <= D <= n R).
+kappa_ : float
+    D / R, the mean non-empty bins per grid (paper 002's kappa).
+bandwidth_ : float
+    sigma used.
+reg_ : float
+    The regulariser used, in the solver's units (see ``reg``).
+seed_ : int
+history_ : dict
+    Per-iteration records of the solver: iter, time, and the residual (CG) or objective (CD).
+n_iter_ : int
+    CG iterations / CD epochs run.
+n_features_in_ : int"""
+
+_RB_FIT = """Build the RB features of X (Algorithm 1) and solve for the coefficients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; also an on-disk zarr / dask array, read ``chunk_rows`` rows at a
+            time. Dense only.
+        y : {y}
+
+        Returns
+        -------
+        self
+        """
 
 
 class _RBBase(BaseEstimator):
@@ -176,25 +271,32 @@ class _RBBase(BaseEstimator):
 
 
 class RBRegressor(RegressorMixin, _RBBase):
-    """Kernel regression on Random Binning features (ridge by CG, or L1 + square loss by CD).
+    __doc__ = f"""Kernel regression on Random Binning features (Wu et al., KDD 2016, paper 002):
+    ridge by conjugate gradients (``solver="cg"``, §3.1) or L1-regularised square loss by
+    parallel coordinate descent (``solver="cd"``, §4, Algorithm 2). Multi-output y allowed.
+
+    The targets are centred first (``intercept_`` = their mean): both regularisers would
+    otherwise shrink the mean towards 0.
 
     Parameters
     ----------
-    kernel : "laplacian" -- k(x, x') = exp(-||x - x'||_1 / sigma).
-    bandwidth : "median" (median L1 distance of a sample), "median*<f>" or sigma > 0.
-    n_grids : R, the number of random grids (each row gets exactly R non-zero features).
-    reg : lambda; ridge for "cg" (paper default 0.01, see module docstring for its N-scaling),
-        L1 weight of eq. (23) for "cd".
-    solver : "cg" or "cd".  loss : "square" (the only regression loss here).
-    tol : CG relative residual / CD relative objective decrease per epoch.
-    max_iter : CG iterations / CD epochs.
-    precondition : Jacobi-preconditioned CG (diag(Z^T Z) + reg); default False = the paper's plain
-        CG (Jacobi helps at loose tolerances, can hurt at tight ones: see ``solvers.rb_cg``).  n_jobs : CD threads (tau; -1 = all cores).
-    chunk_rows : rows read at a time from on-disk (zarr / dask) inputs.
-    device : "auto" | "cpu" | "gpu" (GPU for CG).  random_state : seed of the grids.
+{doc_indent(_RB_PARAMS.replace("{loss}", '"square", the only regression loss here.'))}
 
-    Attributes: ``coef_`` (D,) or (D, C), ``intercept_``, ``n_features_out_`` (D), ``kappa_``,
-    ``bandwidth_`` (sigma used), ``history_``, ``n_iter_``.
+    Attributes
+    ----------
+{doc_indent(_RB_ATTRS.format(intercept="float or ndarray of shape (C,)" + chr(10)
+                             + "    The training targets' mean."))}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from kernelscale.estimators.random_binning import RBRegressor
+    >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
+    >>> model = RBRegressor(n_grids=32, bandwidth="median", reg=1.0, random_state=0)
+    >>> model.fit(X, y / y.std()).predict(X[:3]).shape
+    (3,)
+    >>> model.n_features_out_ >= 32
+    True
     """
 
     _allowed_losses = ("square",)
@@ -212,6 +314,8 @@ class RBRegressor(RegressorMixin, _RBBase):
         self.coef_ = W
         return self
 
+    fit.__doc__ = _RB_FIT.format(y="array-like of shape (n_samples,) or (n_samples, n_outputs)")
+
     def predict(self, X):
         return self._scores(X)
 
@@ -222,12 +326,37 @@ class RBRegressor(RegressorMixin, _RBBase):
 
 
 class RBClassifier(ClassifierMixin, _RBBase):
-    """Classification on Random Binning features: one-vs-all ridge by CG, or L1-regularised
-    square / logistic / squared-hinge loss by parallel coordinate descent (``solver="cd"``).
+    __doc__ = f"""Classification on Random Binning features (Wu et al., KDD 2016, paper 002):
+    one-vs-all ridge by conjugate gradients (``solver="cg"``, §3.1; all classes as one block of
+    right-hand sides) or L1-regularised square / logistic / squared-hinge loss by parallel
+    coordinate descent (``solver="cd"``, §4, eq. (23), Algorithm 2).
 
-    Parameters are those of :class:`RBRegressor`; ``loss`` is one of "square" (the only one for
-    "cg"), "logistic" (gives ``predict_proba``) or "squared_hinge". Targets are {-1, +1}: one column
-    for two classes, one-vs-all columns otherwise.
+    Targets are {{-1, +1}}: one column for two classes, one-vs-all columns otherwise; predict by
+    sign / argmax. ``predict_proba`` exists for ``loss="logistic"``.
+
+    Parameters
+    ----------
+{doc_indent(_RB_PARAMS.replace("{loss}", '"square" (the only one for "cg"), "logistic" or "squared_hinge" '
+                              + '(the losses of eq. (23)' + chr(10) + '    with "cd").'))}
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels.
+{doc_indent(_RB_ATTRS.format(intercept="float" + chr(10) + "    0.0 (the features hold a constant)."))}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from kernelscale.estimators.random_binning import RBClassifier
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> clf = RBClassifier(n_grids=32, bandwidth="median", reg=1.0, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7)
+    True
+    >>> cd = RBClassifier(solver="cd", loss="logistic", n_grids=32, bandwidth="median",
+    ...                   reg=1e-4, random_state=0).fit(X, y)
+    >>> cd.predict_proba(X[:2]).shape
+    (2, 2)
     """
 
     _allowed_losses = tuple(CD_LOSSES)
@@ -243,6 +372,9 @@ class RBClassifier(ClassifierMixin, _RBBase):
         self.coef_ = W[:, 0] if W.shape[1] == 1 else W
         self.intercept_ = 0.0
         return self
+
+    fit.__doc__ = _RB_FIT.format(y="array-like of shape (n_samples,)" + chr(10)
+                                 + "            Class labels.")
 
     def decision_function(self, X):
         return self._scores(X)
