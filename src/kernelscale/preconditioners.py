@@ -208,7 +208,8 @@ class PrimalPreconditioner(DeviceState):
 
     _arrays = ("E", "shrink")
 
-    def __init__(self, Phi_S, k: int, tau: float, xp: ModuleType, *, method="auto", seed: int = 0):
+    def __init__(self, Phi_S, k: int, tau: float, xp: ModuleType, *, method="auto", seed: int = 0,
+                 batch_size: int | None = None, min_eigenvalue: float = 0.0):
         tau = _check_tau(tau)
         self.xp = xp
         M, D = int(Phi_S.shape[0]), int(Phi_S.shape[1])
@@ -221,7 +222,14 @@ class PrimalPreconditioner(DeviceState):
             # right singular vectors from left ones: e_i = Phi^T v_i / sqrt(M lambda_i)
             E = Phi_S.T @ V / xp.sqrt(xp.maximum(M * lam, 1e-300))[None, :]
         norms = (Phi_S * Phi_S).sum(axis=1)
-        k = resolvable_k(lam, k, float(norms.max()), M)
+        # with a known batch size m, eigenvalues below beta0 / m are not flattened either: the
+        # step m / (beta + (m - 1) lambda_{k+1}) stops growing once lambda_{k+1} < beta / m
+        # (the critical batch m* = beta / lambda_{k+1} passes m, EigenPro 2's rule), while each
+        # flattened direction adds to the step's noise
+        k = resolvable_k(lam, k, float(norms.max()), M if batch_size is None
+                         else min(M, int(batch_size)))
+        while k > 0 and float(lam[k]) < min_eigenvalue:  # lambda_{k+1} >= the caller's floor
+            k -= 1
         self.k = k
         self.tau = tau
         self.lam_top = float(lam[0])

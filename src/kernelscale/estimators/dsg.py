@@ -20,15 +20,19 @@ from ..backend import namespace, resolve_device
 from ..budget import budget_window
 from ..kernels import FourierBlocks
 from ..losses import make_loss, sigmoid, softmax
+from ..preconditioners import subsample_indices
 from ..rng import seed_from
 from ..solvers._common import Progress
 from ..solvers.dsg import GROUP_BYTES, DSGConfig, DSGModel, DSGSolver
-from ..stream import BatchStream, predict_rows
+from ..stream import BatchStream, predict_rows, take_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
 from ._base import doc_indent as _indent
 from ._kernel_common import auto_kernel
 
 _PREDICT_CHUNK = 8192
+# rows whose block covariance gives precondition="eigenpro" its P: resolves eigenvalues down to
+# beta_0 / 2000, below the batch rule's beta_0 / B for every B up to 2000
+EIGENPRO_SUBSAMPLE = 2000
 
 
 _DSG_PARAMS = """\
@@ -60,21 +64,27 @@ n_iter : "auto" or int >= 0, default="auto"
 eta0 : "auto" or float, default="auto"
     Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
     "auto" is the largest stable step: EigenPro's mini-batch bound
-    B / (1 + (B - 1) lambda_1) for plain steps, 1 for preconditioned ones (a full Newton step
-    of the square loss in the block's span).
+    B / (1 + (B - 1) lambda_1 + B nu) for plain steps, the same with the preconditioned
+    beta and lambda_{q+1} for "eigenpro" steps, and 1 / (1 + nu) for block Newton steps.
 step_schedule : str, default="inverse"
     Step schedule (``solvers.dsg.DSGConfig.step_size``).
 t0 : float, default=100.0
     Offset of the step schedule.
 n_new, n_reuse : int, default=1
     G and U of UDSG.
-precondition : "auto" or bool, default="auto"
-    Precondition each block step by (cov(phi_k) + (nu + tr cov / B) I)^-1 (the DSG authors'
-    code). "auto" = on for classification losses, off for regression. Preconditioned, the
-    plain DSG step's slow progress along the kernel's small eigendirections disappears
-    (penbased, 4,000 rows, 100 iterations: 0.7 % error against 9 %); its fixed point is a
-    different ridge problem, which classification tolerates and regression does not (pol:
-    RMSE 25 against 20), so regression keeps the plain step. Fitted: ``precondition_``.
+precondition : "auto", "eigenpro" or bool, default="auto"
+    How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
+    Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
+    by the EigenPro preconditioner of the block's features on a fixed subsample of
+    ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
+    flattens only the top of the spectrum. False: the plain step of paper 003.
+    "auto" = True for classification losses, "eigenpro" for regression losses. Why: the plain
+    step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
+    per unit step, too slowly in one epoch on every real set tried. The block Newton step
+    removes that, but it fits each batch within one block (a different ridge problem),
+    which classification tolerates and the square loss does not; EigenPro's milder
+    flattening keeps the square loss's problem and speeds it up. Measured figures are in
+    ``benchmarks/results/``. Fitted: ``precondition_``.
 max_step_ratio : float or None, default=None
     CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
     only at the stability limit eta0.
@@ -103,7 +113,7 @@ solver_ : solvers.dsg.DSGSolver
 kernel_ : the kernel used; ``bandwidth_`` its sigma.
 reg_ : float
     nu used.
-precondition_ : bool
+precondition_ : bool or "eigenpro"
 n_iter_ : int
     Iterations so far (over all ``fit`` / ``partial_fit`` calls).
 n_iter_per_fit_ : int
@@ -161,8 +171,9 @@ class _DSGBase(BaseEstimator):
         if self.reg != "auto" and (not isinstance(self.reg, (int, float)) or isinstance(self.reg, bool)
                                    or not math.isfinite(self.reg) or self.reg < 0):
             raise ValueError(f"reg={self.reg!r} must be 'auto' or a finite number >= 0")
-        if self.precondition not in ("auto", True, False):
-            raise ValueError(f"precondition={self.precondition!r} must be 'auto', True or False")
+        if self.precondition not in ("auto", True, False, "eigenpro"):
+            raise ValueError(f"precondition={self.precondition!r} must be 'auto', True, False "
+                             "or 'eigenpro'")
         if self.max_step_ratio is not None and not (
                 isinstance(self.max_step_ratio, (int, float)) and self.max_step_ratio > 0):
             raise ValueError(f"max_step_ratio={self.max_step_ratio!r} must be None or a number > 0")
@@ -182,8 +193,12 @@ class _DSGBase(BaseEstimator):
         self.reg_ = alpha / n if self.reg == "auto" else float(self.reg)
         self.n_iter_per_fit_ = (min(400, max(100, -(-n // int(self.batch_size))))
                                 if self.n_iter == "auto" else int(self.n_iter))
-        precondition = (loss.task == "classification" if self.precondition == "auto"
-                        else bool(self.precondition))
+        if self.precondition == "auto":
+            precondition = {"classification": True, "regression": "eigenpro"}.get(loss.task,
+                                                                                 False)
+        else:
+            precondition = (self.precondition if self.precondition == "eigenpro"
+                            else bool(self.precondition))
         self.precondition_ = precondition
         config = DSGConfig(variant=self.variant, block_size=int(self.block_size), reg=self.reg_,
                            eta0=self.eta0, schedule=self.step_schedule, t0=float(self.t0),
@@ -222,12 +237,17 @@ class _DSGBase(BaseEstimator):
             Xb, yb = stream.batch(t)
             return Xb, encode(yb, xp)
 
+        if self.solver_.config.precondition == "eigenpro":
+            n = int(X.shape[0])
+            idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed_)
+            self.solver_.X_S = xp.asarray(take_rows(X, idx), dtype=self.model_.blocks.dtype)
         progress = Progress(self.variant.upper(), n_iter, getattr(self, "verbose", 0))
         try:
             self.solver_.run(batches, n_iter, self.history_, on_step=progress)
         finally:
             progress.close()
             stream.close()
+            self.solver_.X_S = None  # read again by the next fit: the model keeps no data
         self.n_iter_ = self.solver_.t
         self.n_blocks_ = self.model_.n_blocks
 
@@ -239,7 +259,12 @@ class _DSGBase(BaseEstimator):
         blocks, B = self.model_.blocks, min(int(self.batch_size), int(X.shape[0]))
         item = blocks.dtype.itemsize
         group = blocks.group_size(B, GROUP_BYTES) * B * blocks.F * item
-        return B * (int(X.shape[1]) + 2 * blocks.F) * item + group
+        work = B * (int(X.shape[1]) + 2 * blocks.F) * item + group
+        if self.solver_.config.precondition == "eigenpro":
+            # the subsample rows and their block features; covariance and eigenvectors (float64)
+            M, F = min(int(X.shape[0]), EIGENPRO_SUBSAMPLE), blocks.F
+            work += M * (int(X.shape[1]) + F) * item + 3 * F * F * 8
+        return work
 
     def _fit_iters(self) -> int:
         """Iterations of this ``fit`` call: ``n_iter`` as set now (a warm-started fit may change

@@ -65,6 +65,7 @@ _UDSG_STREAM = 1  # random stream for UDSG's choice of old blocks
 GROUP_BYTES = 2 * 2**20
 RIDGE_FACTOR = 0.01
 DIVERGED = 1e4  # batch objective over its first value that stops a run as diverged
+EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" may cause
 
 
 @dataclass
@@ -77,7 +78,7 @@ class DSGConfig:
     t0: float = 100.0
     n_new: int = 1  # G of UDSG
     n_reuse: int = 1  # U of UDSG
-    precondition: bool = False
+    precondition: bool | str = False  # True: block Newton step; "eigenpro": block EigenPro step
     max_step_ratio: float | None = None  # None: capped at the stability limit eta0 only
     grad_bound: float | None = None  # M of CDSG; None: the loss's own bound, else running max
 
@@ -89,6 +90,9 @@ class DSGConfig:
         for name in ("block_size", "n_new"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be >= 1")
+        if self.precondition not in (False, True, "eigenpro"):
+            raise ValueError(f"precondition={self.precondition!r} must be False, True or "
+                             "'eigenpro'")
         if int(self.n_reuse) < 0:
             raise ValueError(f"n_reuse={self.n_reuse!r} must be >= 0")
         if not self.reg >= 0 or not math.isfinite(self.reg):
@@ -210,6 +214,41 @@ class DSGSolver:
         self.grad_max = 0.0  # running max of |loss'| (CDSG's M when the loss has no bound)
         self.eta0 = None if config.eta0 == "auto" else float(config.eta0)
         self.obj_start = None  # batch objective of the first iteration (divergence watch)
+        self.X_S = None  # subsample rows for the "eigenpro" preconditioner (set by the estimator)
+
+    def _eigenpro(self, k: int, batch: int):
+        """EigenPro preconditioner P_k of block k (paper 004, Algorithm EigenPro, on the block's
+        features phi_k): from the covariance of phi_k over the fixed subsample ``X_S``, every
+        eigenvalue above beta_0 / min(M, B) is flattened to lambda_{q+1} (tau = 1). Below that
+        level a larger step no longer pays (the batch B is past the critical batch
+        beta / lambda_{q+1}, EigenPro 2's rule) and each flattened direction only adds noise.
+
+        The block step then is  alpha_k -= gamma P_k (1/B) Phi_k(X_b)^T loss'(f(X_b), y_b): in
+        function space, SGD with the kernel E[phi_k^T P_k phi_k], whose top eigenvalues are
+        flattened. The shrink (1 - gamma nu) stays unpreconditioned, so along a flattened
+        direction i the fixed point is the ridge solution with lambda_i replaced by
+        lambda_{q+1}: f_i = lambda_{q+1} f*_i / (lambda_{q+1} + nu) instead of
+        lambda_i f*_i / (lambda_i + nu). Flattening stops at lambda_{q+1} >= nu / EIGENPRO_BIAS,
+        which bounds that change by EIGENPRO_BIAS (1 %) of f*_i; a large nu thus gets few or no
+        flattened directions (the plain step)."""
+        from ..preconditioners import PrimalPreconditioner
+
+        Z_S = self.model.blocks.features(self.X_S, k)
+        return PrimalPreconditioner(Z_S, min(Z_S.shape) - 1, 1.0, self.model.xp, method="eigh",
+                                    seed=self.seed, batch_size=batch,
+                                    min_eigenvalue=self.config.reg / EIGENPRO_BIAS)
+
+    def _eigenpro_eta0(self, X) -> float:
+        """Step of a preconditioned block: m / (beta + (m - 1) lambda_{q+1} + m nu), eq. (S1) of
+        ``preconditioners`` with the shrink term, so that 1 - gamma nu stays in (0, 1]; beta
+        measured on the first batch as well as on the subsample (block 0; every block has the
+        same distribution)."""
+        if self.X_S is None:
+            raise ValueError('precondition="eigenpro" needs the subsample rows (solver.X_S)')
+        B = X.shape[0]
+        P = self._eigenpro(0, B)
+        beta = P.set_beta(self.model.blocks.features(X, 0))
+        return B / (beta + (B - 1) * P.lam_next + B * self.config.reg)
 
     def _auto_eta0(self, X) -> float:
         """EigenPro's mini-batch step for the regularised problem, B / (1 + (B - 1) lambda_1 + B nu)
@@ -265,9 +304,12 @@ class DSGSolver:
         self.t += 1
         t = self.t
         if self.eta0 is None:
-            # preconditioned: a Newton step of the square loss in the block's span, at most
+            # block Newton: a Newton step of the square loss in the block's span, at most
             # 1 / (1 + nu) so that the shrink factor stays positive
-            self.eta0 = 1.0 / (1.0 + cfg.reg) if cfg.precondition else self._auto_eta0(X)
+            if cfg.precondition == "eigenpro":
+                self.eta0 = self._eigenpro_eta0(X)
+            else:
+                self.eta0 = 1.0 / (1.0 + cfg.reg) if cfg.precondition else self._auto_eta0(X)
         gamma = cfg.step_size(t, self.eta0)
         u = model.decision(X)
         g = self.loss.deriv(u, Y)
@@ -283,7 +325,9 @@ class DSGSolver:
         Z = model.blocks.features(X, k)
         grad = Z.T @ g
         grad /= X.shape[0]
-        if cfg.precondition:
+        if cfg.precondition == "eigenpro":
+            grad = self._eigenpro(k, X.shape[0]).apply(grad)
+        elif cfg.precondition:
             cov = Z.T @ Z
             cov /= X.shape[0]
             ridge = cfg.reg + RIDGE_FACTOR * float(xp.trace(cov)) / X.shape[0]
