@@ -12,8 +12,11 @@ A solver that reads a row-chunked on-disk array through ``stream.BatchStream`` h
 
 ``plan_window`` inverts that sum: the largest window (whole batches) that fits ``budget_mb``, or a
 one-line ``ValueError`` naming the numbers when not even one batch fits. Memory that grows with n
-by design (the targets ``y``, n numbers, which the estimators load) and the model itself are not
-part of the budget: the budget bounds what is read from X.
+by design (the targets ``y``, n numbers, which the estimators load; a DSG classifier keeps only
+their class indices, 1 byte a row up to 256 classes) and the model itself are not part of the
+budget: the budget bounds what is read from X. Neither is the automatic bandwidth / reg
+selection, a fixed transient that runs and is freed before the stream starts
+(``kernels.selection.transient_bytes``).
 
 Two things keep the resident set at that plan rather than a multiple of it (measured with
 ``benchmarks/harness.py --sections memory``: 381 MiB of zarr data, 32 MiB budget, y 19 MiB;
