@@ -44,6 +44,12 @@ if _errors:  # one line per problem, each naming its key
 if workflow.is_main_process:
     pipeline.clear_stale_locks(Path.cwd())
 
+# A prepared dataset with a missing or changed chunk file (checked against its meta.json) is
+# moved aside here, so that its meta.json, prepare's output, is missing: `all` asks for it, so
+# prepare re-runs, and the jobs after it re-run as their input is newer. One line per dataset.
+if workflow.is_main_process:
+    pipeline.set_aside_damaged_data(config, Path.cwd())
+
 TRACKING = pipeline.tracking(config)
 pipeline.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
 pipeline.provenance_environment(config, workflow.basedir)  # git commit, config hash -> MLflow tags
@@ -80,3 +86,6 @@ rule all:
             dataset=pipeline.run_datasets(config),
             kind=["metric_vs_time", "objective_vs_time"],
         ),
+        # the prepared data themselves: Snakemake re-creates a missing intermediate file only
+        # when a job that needs it runs (a dataset moved aside above must be asked for)
+        expand("results/data/{dataset}/meta.json", dataset=pipeline.run_datasets(config)),

@@ -139,3 +139,48 @@ def test_the_cli_run_as_a_job_exits_non_zero(prepared, tmp_path):
     assert r.returncode == 1
     assert r.stderr.strip().splitlines()[-1].startswith("kernelscale train: error: ")
     assert "array y_train" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_snakemake_re_prepares_a_damaged_dataset_then_trains(tmp_path):
+    """A chunk file of a prepared dataset deleted after a finished run: a plain rerun (what
+    `make run` runs) moves the dataset aside (one line), re-runs prepare and the train job, and
+    ends with the metric of the undamaged run."""
+    from test_workflow_pipeline import make_workdir, smk
+
+    config = {
+        "datasets": {"tiny_clf": {
+            "task": "multiclass",
+            "generator": {"name": "classification", "n_samples": 3000, "n_features": 6,
+                          "n_informative": 4, "n_classes": 3, "seed": 1},
+            "split": {"test_size": 0.25, "seed": 0}, "chunk_rows": 500}},
+        "algorithms": {"standin": {"estimator": "standin", "params": {"n_iter": 2},
+                                   "device": "cpu", "segments": 2}},
+        "experiments": [{"datasets": ["tiny_clf"], "algorithms": ["standin"], "seeds": [0]}],
+        "tracking": {"experiment": "tiny"},
+    }
+    workdir, env = make_workdir(tmp_path, config)
+    target = "results/runs/tiny_clf/standin/seed0/final.json"
+    smk(workdir, env, "--cores", "2")  # the whole pipeline, as `make run`
+    data = workdir / "results" / "data" / "tiny_clf"
+    final = json.loads((workdir / target).read_text())
+    prepare_log = workdir / "results" / "logs" / "prepare" / "tiny_clf.log"
+    first_prepare = prepare_log.stat().st_mtime_ns
+    train_log = workdir / "results" / "logs" / "train" / "tiny_clf" / "standin" / "seed0.log"
+    first_train = train_log.stat().st_mtime_ns
+
+    _chunk(data, "X_train", 1).unlink()
+    r = smk(workdir, env, "--cores", "2")
+    lines = [ln for ln in r.stderr.splitlines() if "moved to" in ln]
+    assert len(lines) == 1 and "array X_train: chunk file" in lines[0], r.stderr[-3000:]
+    assert lines[0].startswith("kernelscale: ") and "prepare runs again" in lines[0]
+    assert (workdir / "results" / "data" / "tiny_clf.damaged" / "meta.json").is_file()
+    assert prepare_log.stat().st_mtime_ns > first_prepare  # prepare ran again
+    assert train_log.stat().st_mtime_ns > first_train  # and the train job after it
+    open_prepared(data)  # complete and verified
+    again = json.loads((workdir / target).read_text())
+    assert again["metric"] == final["metric"] and again["value"] == final["value"]
+    assert again["n_train"] == final["n_train"] and again["resumed"] == 0
+    # and a third run has nothing to do
+    r = smk(workdir, env, "--cores", "2")
+    assert "Nothing to be done" in r.stdout + r.stderr and "moved to" not in r.stderr

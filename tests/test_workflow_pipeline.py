@@ -76,7 +76,10 @@ def make_workdir(tmp: Path, config: dict) -> tuple[Path, dict]:
             n_test = int(g["n_samples"] * spec["split"]["test_size"])
             make_prepared(tmp / "results" / "data", name, spec["task"],
                           n_train=g["n_samples"] - n_test, n_test=n_test, d=g["n_features"])
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    # the caller's PYTHONPATH stays behind the sitecustomize (a checkout other than the one the
+    # venv installed is tested through it)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)}
     env.pop("KERNELSCALE_TRACEBACK", None)
     return tmp, env
 

@@ -12,8 +12,11 @@ A solver that reads a row-chunked on-disk array through ``stream.BatchStream`` h
 
 ``plan_window`` inverts that sum: the largest window (whole batches) that fits ``budget_mb``, or a
 one-line ``ValueError`` naming the numbers when not even one batch fits. Memory that grows with n
-by design (the targets ``y``, n numbers, which the estimators load) and the model itself are not
-part of the budget: the budget bounds what is read from X.
+by design (the targets ``y``, n numbers, which the estimators load; a DSG classifier keeps only
+their class indices, 1 byte a row up to 256 classes) and the model itself are not part of the
+budget: the budget bounds what is read from X. Neither is the automatic bandwidth / reg
+selection, a fixed transient that runs and is freed before the stream starts
+(``kernels.selection.transient_bytes``).
 
 Two things keep the resident set at that plan rather than a multiple of it (measured with
 ``benchmarks/harness.py --sections memory``: 381 MiB of zarr data, 32 MiB budget, y 19 MiB;
@@ -156,3 +159,27 @@ def peak_rss_bytes() -> int:
 
     scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+_TRIM = []
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed to the C allocator back to the OS (glibc's ``malloc_trim(0)``; a no-op
+    elsewhere). Freed blocks below glibc's mmap threshold stay resident in its heap: after a
+    phase of many medium temporaries (decoded chunks of a row sample, pairwise distances) they
+    would sit under everything allocated next. One call costs well under a millisecond; it is
+    made between phases, never in a loop (a lower mmap threshold for good, tried before, cost
+    30-60 % of the stream's throughput)."""
+    if not _TRIM:
+        fn = None
+        try:
+            import ctypes
+
+            fn = ctypes.CDLL(None).malloc_trim
+            fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
+        except (OSError, AttributeError):  # not glibc
+            fn = None
+        _TRIM.append(fn)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)

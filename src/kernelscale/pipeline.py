@@ -354,6 +354,49 @@ def _snakemake_pids(workdir) -> list[int] | None:
     return found
 
 
+def set_aside_damaged_data(config: dict, workdir=".") -> list[str]:
+    """Move every damaged prepared dataset of the config's runs aside, so that Snakemake sees
+    its ``meta.json`` (prepare's output) missing and re-runs prepare, then the jobs downstream.
+
+    Called from the Snakefile before the DAG is built. A dataset is damaged when a file of an
+    array is missing, changed or unexpected, or ``meta.json`` is unreadable or has no checksums
+    (``data.store.prepared_fault``: sizes and sha256, ~1.4 GB/s of stored bytes). Its folder
+    ``results/data/<name>`` becomes ``results/data/<name>.damaged`` (replacing an older one),
+    and one line per dataset is printed. Nothing is done while another snakemake process works
+    in ``workdir`` (a train job of that run may be reading the dataset) or when that cannot be
+    checked (no /proc): ``train`` then refuses the dataset with its one-line error.
+    Returns the lines printed."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from .data.store import prepared_fault
+
+    data = Path(workdir) / "results" / "data"
+    faults = {}
+    for name in run_datasets(config):
+        fault = prepared_fault(data / name)
+        if fault is not None:
+            faults[name] = fault
+    if not faults:
+        return []
+    others = _snakemake_pids(workdir)
+    lines = []
+    for name, fault in faults.items():
+        folder = data / name
+        if others is None or others:
+            line = (f"kernelscale: {folder}: {fault}; not re-preparing it while another "
+                    "snakemake runs here (re-run when it has finished)")
+        else:
+            aside = data / f"{name}.damaged"
+            shutil.rmtree(aside, ignore_errors=True)
+            folder.rename(aside)
+            line = (f"kernelscale: {folder}: {fault}; moved to {aside}, prepare runs again")
+        print(line, file=sys.stderr, flush=True)
+        lines.append(line)
+    return lines
+
+
 def clear_stale_locks(workdir=".") -> str | None:
     """Remove Snakemake's directory lock when no snakemake runs in ``workdir``.
 

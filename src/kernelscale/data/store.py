@@ -171,9 +171,33 @@ def chunk_checksums(zarr_dir: str | os.PathLike) -> dict[str, dict[str, list]]:
 
 
 def _damaged(out_dir: Path, message: str) -> DataError:
-    return DataError(f"{out_dir}: {message}; the prepared data are damaged: re-run prepare "
-                     f"(delete {out_dir} and run the workflow again, or `kernelscale prepare "
-                     f"--out {out_dir} ...`)")
+    err = DataError(f"{out_dir}: {message}; the prepared data are damaged: re-run prepare "
+                    f"(delete {out_dir} and run the workflow again, or `kernelscale prepare "
+                    f"--out {out_dir} ...`)")
+    err.problem = message  # the fault alone (the workflow re-prepares by itself)
+    return err
+
+
+def prepared_fault(out_dir: str | os.PathLike) -> str | None:
+    """What is wrong with the prepared dataset in ``out_dir`` (one line), or None when it is
+    complete and every file matches ``meta.json`` (:func:`verify_prepared`, sha256 included) or
+    when there is no ``meta.json`` at all (not prepared yet). Reads no array through Zarr."""
+    meta_path = Path(out_dir) / META_FILE
+    if not meta_path.is_file():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as exc:
+        return f"{META_FILE} is unreadable ({' '.join(str(exc).split())})"
+    if not isinstance(meta, dict):
+        return f"{META_FILE} is not a JSON object"
+    if not isinstance(meta.get(CHECKSUMS_KEY), dict):
+        return f"{META_FILE} has no chunk checksums"
+    try:
+        verify_prepared(out_dir, meta)
+    except DataError as e:
+        return getattr(e, "problem", str(e))
+    return None
 
 
 def verify_prepared(out_dir: str | os.PathLike, meta: dict, names=None, *,

@@ -62,10 +62,17 @@ def check_X(est, X, *, reset: bool):
     return _one_line(validate_data, est, X, reset=reset, dtype=[np.float64, np.float32])
 
 
-def check_X_y(est, X, y, *, regression: bool):
-    """Validate (X, y) for fit. y is loaded into memory (n numbers), X stays lazy if it is."""
+def check_X_y(est, X, y, *, regression: bool, lazy_labels: bool = False):
+    """Validate (X, y) for fit. y is loaded into memory (n numbers), X stays lazy if it is.
+
+    ``lazy_labels``: class labels on disk (zarr, dask, h5py) stay there, for a ``LabelCoder``
+    that reads them chunk by chunk (only their length is checked here)."""
     if is_cupy(X) or is_lazy(X):
         X = check_X(est, X, reset=True)
+        if lazy_labels and not regression and is_lazy(y) and len(y.shape) in (1, 2):
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
+            return X, y
         y = load_targets(y, np.float64 if regression else None)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
@@ -79,11 +86,14 @@ def check_X_y(est, X, y, *, regression: bool):
 
 def load_targets(y, dtype=None) -> np.ndarray:
     """y (n numbers, or n x k) in host memory, in ``dtype`` (default its own), read one on-disk
-    chunk at a time into the output: no whole-y temporary besides the result."""
+    chunk at a time into the output: no whole-y temporary besides the result. A numpy y already
+    in ``dtype`` is returned as it is (a view for an (n, 1) column), not copied."""
     if not hasattr(y, "shape") or not hasattr(y, "dtype"):
         y = np.asarray(y)
     if is_cupy(y):
         y = y.get()
+    if is_in_memory(y) and (dtype is None or y.dtype == np.dtype(dtype)):
+        return y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y
     n = int(y.shape[0])
     out = np.empty((n,) + tuple(y.shape[1:]), dtype=dtype or np.dtype(y.dtype))
     step = chunk_rows_of(y) or (1 << 16)
@@ -100,24 +110,63 @@ def device_and_dtype(device, dtype):
     return dev, namespace(dev), check_dtype(dtype)
 
 
+LABEL_CHUNK = 1 << 16  # labels validated and encoded this many at a time
+
+
+def index_dtype(n_classes: int) -> np.dtype:
+    """Smallest unsigned integer dtype that holds class indices 0 .. n_classes - 1."""
+    for t in (np.uint8, np.uint16, np.uint32):
+        if n_classes <= int(np.iinfo(t).max) + 1:
+            return np.dtype(t)
+    return np.dtype(np.int64)
+
+
+def _label_chunks(y):
+    """(lo, block) over labels ``y`` (numpy views, or rows read from disk one chunk at a time)."""
+    if not hasattr(y, "shape"):
+        y = np.asarray(y)
+    return iter_row_chunks(y, chunk_rows_of(y) or LABEL_CHUNK)
+
+
+def _check_labels(block) -> None:
+    check_classification_targets(block)
+    kind = type_of_target(block)
+    if kind not in ("binary", "multiclass"):
+        raise ValueError(f"y must hold class labels (binary or multiclass), got {kind}")
+
+
+def find_classes(y) -> np.ndarray:
+    """Sorted distinct labels of ``y`` (np.unique's), validated and collected chunk by chunk:
+    scikit-learn's checks and np.unique over a whole y would each copy and sort n labels."""
+    parts = []
+    for _, block in _label_chunks(y):
+        _check_labels(block)
+        parts.append(np.unique(block))
+    if len(parts) == 1:
+        return parts[0]
+    try:
+        return np.unique(np.concatenate(parts))
+    except TypeError:  # chunks of strings and chunks of numbers
+        raise ValueError("Mix of label input types (string and number)") from None
+
+
 class LabelCoder:
     """Classes <-> encoded targets for a classification loss.
 
     ``margin`` losses get {-1, +1} targets (one column for 2 classes, one-vs-all columns for more);
-    ``softmax`` gets one-hot columns.
+    ``softmax`` gets one-hot columns. ``loss_name`` may be a function of the number of classes.
+    ``y`` (numpy, or on disk: zarr, dask, h5py) is read chunk by chunk; ``y_index`` holds its class
+    indices in the smallest integer dtype (``index_dtype``: 1 byte a row up to 256 classes).
     """
 
-    def __init__(self, y, loss_name: str):
-        check_classification_targets(y)
-        kind = type_of_target(y)
-        if kind not in ("binary", "multiclass"):
-            raise ValueError(f"y must hold class labels (binary or multiclass), got {kind}")
-        self.classes_, self.y_index = np.unique(y, return_inverse=True)
+    def __init__(self, y, loss_name):
+        self.classes_ = find_classes(y)
         if len(self.classes_) < 2:
             raise ValueError(f"y has only one class ({self.classes_[0]!r}); need at least 2 classes")
-        self.loss_name = loss_name
         k = len(self.classes_)
-        self.n_outputs = 1 if (k == 2 and loss_name != "softmax") else k
+        self.loss_name = loss_name(k) if callable(loss_name) else loss_name
+        self.n_outputs = 1 if (k == 2 and self.loss_name != "softmax") else k
+        self.y_index = self.index_of(y)
 
     def encode_index(self, idx, xp, dtype):
         """Encoded targets (n, n_outputs) from class indices ``idx``."""
@@ -131,12 +180,20 @@ class LabelCoder:
         return xp.asarray(Y, dtype=dtype)
 
     def index_of(self, y) -> np.ndarray:
-        """Class indices of raw labels (labels unseen in fit -> error)."""
-        idx = np.searchsorted(self.classes_, y)
-        idx = np.clip(idx, 0, len(self.classes_) - 1)
-        if not np.all(self.classes_[idx] == y):
-            raise ValueError("y holds labels that were not seen when the classes were fixed")
-        return idx
+        """Class indices of raw labels (labels unseen in fit -> error), chunk by chunk into the
+        smallest integer dtype."""
+        if not hasattr(y, "shape"):
+            y = np.asarray(y)
+        k = len(self.classes_)
+        out = np.empty(int(y.shape[0]), dtype=index_dtype(k))
+        for lo, block in _label_chunks(y):
+            block = np.asarray(block).reshape(len(block))
+            idx = np.searchsorted(self.classes_, block)
+            np.clip(idx, 0, k - 1, out=idx)
+            if not np.all(self.classes_[idx] == block):
+                raise ValueError("y holds labels that were not seen when the classes were fixed")
+            out[lo:lo + len(idx)] = idx
+        return out
 
 
 def doc_indent(text: str, pad: str = "    ") -> str:

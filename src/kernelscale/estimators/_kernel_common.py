@@ -65,7 +65,7 @@ def exact_max_n(itemsize: int = 8) -> int:
 def auto_kernel(est, X, Y, want_alpha: bool, kernel_name: str | None = None):
     """(kernel, alpha or None) for estimator ``est`` (its ``kernel``, ``bandwidth``,
     ``seed_``): bandwidth "auto" and/or a wanted alpha by ``kernels.selection.select`` on
-    targets ``Y`` (regression values or encoded classes); otherwise the bandwidth as given."""
+    targets ``Y`` (regression values, class indices or encoded classes); otherwise the bandwidth as given."""
     name = kernel_name or est.kernel
     metric = make_kernel(name, 1.0).metric  # unknown kernel -> one-line error first
     if isinstance(est.bandwidth, str) and X.shape[0] < 2:

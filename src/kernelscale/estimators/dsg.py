@@ -414,12 +414,16 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         return name
 
     def _setup(self, X, y, classes=None):
-        coder = LabelCoder(np.asarray(classes) if classes is not None else y,
-                           self._loss_for(len(np.unique(classes if classes is not None else y))))
+        """Classes, loss and model; returns the class index of every row of ``y`` (smallest
+        integer dtype, read chunk by chunk: the only full-length label array training keeps)."""
+        coder = LabelCoder(np.asarray(classes) if classes is not None else y, self._loss_for)
+        idx = coder.y_index if classes is None else coder.index_of(y)
+        coder.y_index = None  # not part of the fitted model (nor of its pickle)
         self._coder = coder
         self.classes_ = coder.classes_
-        self._init_model(X, coder.n_outputs, coder.loss_name,
-                         coder.encode_index(coder.index_of(y), np, np.float64))
+        # the bandwidth / reg selection reads only its sample's rows of the class indices
+        self._init_model(X, coder.n_outputs, coder.loss_name, idx)
+        return idx
 
     def fit(self, X, y):
         """Fit the model on (X, y) with ``n_iter`` iterations (continued with ``warm_start``).
@@ -429,16 +433,15 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         X : array-like of shape (n_samples, n_features)
             Training data; also an on-disk zarr / dask array, read in windows.
         y : array-like of shape (n_samples,)
-            Class labels.
+            Class labels; also an on-disk array, read chunk by chunk.
 
         Returns
         -------
         self
         """
-        X, y = check_X_y(self, X, y, regression=False)
-        if self._fresh():
-            self._setup(X, y)
-        idx = self._coder.index_of(y)
+        X, y = check_X_y(self, X, y, regression=False, lazy_labels=True)
+        idx = self._setup(X, y) if self._fresh() else self._coder.index_of(y)
+        del y  # labels loaded here (not the caller's) are not kept through training
         self._train(X, idx, lambda yb, xp: self._coder.encode_index(yb, xp, self.model_.blocks.dtype),
                     self._fit_iters(), self.seed_)
         return self
@@ -446,12 +449,13 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
     def partial_fit(self, X, y, classes=None):
         """One pass over (X, y); ``classes`` is required on the first call (scikit-learn convention)."""
         if not hasattr(self, "model_"):
-            X, y = check_X_y(self, X, y, regression=False)
+            X, y = check_X_y(self, X, y, regression=False, lazy_labels=True)
             if classes is None:
                 raise ValueError("classes must be given on the first call to partial_fit")
-            self._setup(X, y, classes)
-        X = check_X(self, X, reset=False)
-        idx = self._coder.index_of(np.asarray(y))
+            idx = self._setup(X, y, classes)
+        else:
+            X = check_X(self, X, reset=False)
+            idx = self._coder.index_of(y)
         n_iter = -(-X.shape[0] // int(self.batch_size))
         self._train(X, idx, lambda yb, xp: self._coder.encode_index(yb, xp, self.model_.blocks.dtype),
                     n_iter, self.seed_ + self.solver_.t + 1)

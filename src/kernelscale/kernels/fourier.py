@@ -87,15 +87,21 @@ class FourierBlocks:
         return np.concatenate(Ws, axis=1), np.concatenate(bs)
 
     def _extend_cache(self, hi: int):
-        xp = self.xp
-        W, b = self._host_blocks(self._n_cached, hi)
-        W = xp.asarray(W, dtype=self.dtype)
-        b = xp.asarray(b, dtype=self.dtype)
-        if self._W is None:
-            self._W, self._b = W, b
-        else:
-            self._W = xp.concatenate([self._W, W], axis=1)
-            self._b = xp.concatenate([self._b, b])
+        """Grow the cache to blocks 0..hi-1: one new array, the old blocks copied in and each
+        new block drawn and cast straight into its slice (the same values as drawing them all in
+        float64 and concatenating, without those two temporaries: at 200 blocks of 64 x 256
+        float32, 24 MiB less at the peak)."""
+        xp, F, lo = self.xp, self.F, self._n_cached
+        W = xp.empty((self.d, hi * F), dtype=self.dtype)
+        b = xp.empty(hi * F, dtype=self.dtype)
+        if self._W is not None:
+            W[:, : lo * F], b[: lo * F] = self._W, self._b
+        self._W = self._b = None  # the old cache goes before the new blocks are drawn
+        for j in range(lo, hi):
+            Wj, bj = draw_block(self.kernel, self.d, F, self.seed, j)
+            W[:, j * F : (j + 1) * F] = xp.asarray(Wj, dtype=self.dtype)
+            b[j * F : (j + 1) * F] = xp.asarray(bj, dtype=self.dtype)
+        self._W, self._b = W, b
         self._n_cached = hi
 
     def params(self, lo: int, hi: int):

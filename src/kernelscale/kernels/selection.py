@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import to_numpy
+from ..budget import release_freed_memory
 from ..stream import check_finite_rows, iter_row_chunks, take_rows
 from .bandwidth import median_bandwidth, resolve_bandwidth
 from .shift_invariant import make_kernel
@@ -45,9 +46,13 @@ FALLBACK_ALPHA = 1.0
 
 
 def _classes(Y: np.ndarray) -> np.ndarray:
-    """Class index per row from encoded targets: one {-1, +1} column (two classes) or one column
-    per class ({-1, +1} one-vs-all or 0/1 one-hot)."""
-    Y = np.asarray(Y).reshape(len(Y), -1)
+    """Class index per row: ``Y`` 1-D integers are the class indices themselves; else encoded
+    targets, one {-1, +1} column (two classes) or one column per class ({-1, +1} one-vs-all or
+    0/1 one-hot)."""
+    Y = np.asarray(Y)
+    if Y.ndim == 1 and np.issubdtype(Y.dtype, np.integer):
+        return Y.astype(np.int64)
+    Y = Y.reshape(len(Y), -1)
     return (Y[:, 0] > 0).astype(np.int64) if Y.shape[1] == 1 else Y.argmax(axis=1)
 
 
@@ -73,8 +78,8 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
     """(sigma, alpha) by the rule of the module docstring.
 
     ``bandwidth`` other than "auto" (a number, "median", "median*f") is resolved and kept;
-    ``alpha`` (= n nu) other than None is kept. ``Y``: regression targets, or encoded classes
-    (see ``_classes``). ``X`` may be any row-indexable array (numpy, cupy, zarr, dask): only the
+    ``alpha`` (= n nu) other than None is kept. ``Y``: regression targets, or classes (1-D integer
+    indices or encoded targets, see ``_classes``; only the sample's rows are read). ``X`` may be any row-indexable array (numpy, cupy, zarr, dask): only the
     sample is read.
     """
     n = int(X.shape[0])
@@ -101,24 +106,48 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
     alphas = [fixed_alpha] if fixed_alpha is not None else list(ALPHAS)
     # alpha scaled to the proxy's size: alpha = n nu with nu = alpha_full / n_full is what the
     # full fit uses, so the proxy with n_tr rows sees alpha * n_tr / n_tr = the same alpha.
+    # Memory: at most one n_tr x n_tr matrix besides eigh's own (K, then V with Kv, then V with
+    # KvV), every one dropped before the next is made: the peak is K with eigh's copy of it, V
+    # and its workspace (4 such matrices, ~38 MB at 1,000 rows) over the sample, where keeping
+    # the last sigma's K, Kv, V and KvV alive across the loop held four more; the sample's
+    # freed temporaries go back to the OS first. Same operations on the same arrays: same
+    # results.
+    Xtr, Xva = Xs[tr], Xs[va]
+    del Xs
+    Ttr, Tva = T[tr], T[va]
+    release_freed_memory()  # the sample's decoded chunks and the median's distances
     results = []
     for si, sigma in enumerate(sigmas):
         k = make_kernel(kernel, sigma)
-        K = np.asarray(to_numpy(k(Xs[tr])), dtype=np.float64)
-        Kv = np.asarray(to_numpy(k(Xs[va], Xs[tr])), dtype=np.float64)
+        K = np.asarray(to_numpy(k(Xtr)), dtype=np.float64)
         w, V = np.linalg.eigh(K)
-        w = np.maximum(w, 0.0)
-        VtY = V.T @ T[tr]
+        del K
+        np.maximum(w, 0.0, out=w)
+        Kv = np.asarray(to_numpy(k(Xva, Xtr)), dtype=np.float64)
         KvV = Kv @ V
+        del Kv
+        VtY = V.T @ Ttr
+        del V
         for ai, alpha in enumerate(alphas):
             F = KvV @ (VtY / (w + alpha)[:, None])
-            results.append((_score(F, T[va], classify), si, ai))
+            results.append((_score(F, Tva, classify), si, ai))
+        del KvV
+    release_freed_memory()
     best = min(r[0] for r in results)
     # resolution of the validation score: one misclassified row, or 1 % of the MSE
     tol = (1.0 / len(va)) if classify else 0.01 * best
     ok = [r for r in results if r[0] <= best + tol]
     _, si, ai = min(ok, key=lambda r: (r[1], r[2]))  # earliest = widest sigma, largest alpha
     return float(sigmas[si]), float(alphas[ai])
+
+
+def transient_bytes(n_features: int, n_fit: int = 1000, n_val: int = 1000) -> int:
+    """Peak memory ``select`` adds while it runs, freed when it returns: five ``n_fit`` x ``n_fit``
+    float64 matrices (the kernel matrix, numpy's eigh's copy of it, its eigenvectors and its
+    workspace of two more) and the float64 sample with its train / validation copies. It depends
+    on neither n nor a memory budget; it runs before any training stream exists."""
+    m = int(n_fit) + int(n_val)
+    return 8 * (5 * int(n_fit) ** 2 + 2 * m * int(n_features))
 
 
 def resolve_nu(reg, alpha: float, n: int) -> float:
@@ -128,4 +157,4 @@ def resolve_nu(reg, alpha: float, n: int) -> float:
     return float(reg)
 
 
-__all__ = ["ALPHAS", "SIGMA_FACTORS", "resolve_nu", "select"]
+__all__ = ["ALPHAS", "SIGMA_FACTORS", "resolve_nu", "select", "transient_bytes"]

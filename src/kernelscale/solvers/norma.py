@@ -91,6 +91,7 @@ class NORMA(DeviceState):
             self.scale = 1.0
         m = Xb.shape[0]
         new = -(eta / m) * g / self.scale
+        X_all = Xb
         if not bool(active.all()):  # only the terms with a non-zero derivative are stored
             Xb, new = Xb[active], new[active]
             m = int(Xb.shape[0])
@@ -98,12 +99,17 @@ class NORMA(DeviceState):
                 return {"objective": batch_loss, "step": eta}
         if m > self.budget:  # only the newest ``budget`` terms survive anyway
             Xb, new, m = Xb[-self.budget:], new[-self.budget:], self.budget
+        # the batch's loss after this step (``run_loop``'s overshoot watch): the shrunk outputs
+        # plus the new terms' (a batch x batch kernel: at most the cost of ``decision`` for a
+        # batch up to the budget; the terms the ring drops, the oldest, are left out)
+        u_after = shrink * u + self.kernel(X_all, Xb) @ (new * self.scale)
+        after = float(self.loss.value(u_after, Yb).mean())
         slots = xp.asarray([(self.pos + j) % self.budget for j in range(m)])
         self.centers[slots] = Xb
         self.coef[slots] = new
         self.pos = (self.pos + m) % self.budget
         self.count = min(self.budget, self.count + m)
-        return {"objective": batch_loss, "step": eta}
+        return {"objective": batch_loss, "step": eta, "after": after}
 
     def _control_variate(self, g, active):
         """g_j - (mean_B g - running mean) on the active rows (see the module docstring)."""
