@@ -106,7 +106,8 @@ def plot(records, path: Path):
     import matplotlib.pyplot as plt
 
     names = list(dict.fromkeys(r["dataset"] for r in records))
-    fig, axes = plt.subplots(2, len(names), figsize=(4.2 * len(names), 6.4), squeeze=False)
+    fig, axes = plt.subplots(2, len(names), figsize=(max(4.2 * len(names), 6.5), 6.4),
+                             squeeze=False)
     for j, name in enumerate(names):
         rs = [r for r in records if r["dataset"] == name]
         task, loss = rs[0]["task"], rs[0]["loss"]

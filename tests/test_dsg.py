@@ -40,6 +40,42 @@ def test_dsg_converges_to_exact_kernel_ridge():
     assert np.linalg.norm(early.predict(X) - exact) / np.linalg.norm(exact) > 2 * rel
 
 
+def test_eigenpro_step_reaches_kernel_ridge_faster_than_the_plain_step():
+    """precondition="eigenpro" (the regression default): at small nu and the same iterations it
+    gets much closer to exact kernel ridge than the plain step (paper 004's point)."""
+    X, y = _regression()
+    n, sigma, nu = len(y), 3.0, 1e-5  # a wide kernel: fast spectral decay, where it matters
+    exact = KernelRidge(kernel="rbf", gamma=1 / (2 * sigma**2), alpha=n * nu).fit(X, y).predict(X)
+
+    def rel(precondition):
+        m = DSGRegressor(bandwidth=sigma, reg=nu, batch_size=256, block_size=128, n_iter=40,
+                         precondition=precondition, random_state=0).fit(X, y)
+        return np.linalg.norm(m.predict(X) - exact) / np.linalg.norm(exact)
+
+    plain, eigenpro = rel(False), rel("eigenpro")
+    assert eigenpro < 0.7 * plain, (eigenpro, plain)  # measured 0.48 against 0.87
+    assert DSGRegressor(random_state=0, n_iter=2, batch_size=64, block_size=32).fit(
+        X[:300], y[:300]).precondition_ == "eigenpro"
+
+
+def test_eigenpro_flattens_nothing_when_nu_is_large():
+    """The fixed-point guard: eigenvalues below nu / EIGENPRO_BIAS are not flattened, so at a
+    large nu the preconditioner is the identity and the step is the plain one."""
+    from kernelscale.solvers.dsg import EIGENPRO_BIAS
+
+    X, y = _regression(n=600)
+    m = DSGRegressor(bandwidth=2.0, reg=1.0, batch_size=128, block_size=64, n_iter=3,
+                     precondition="eigenpro", random_state=0).fit(X, y)
+    m.solver_.X_S = X[:600]
+    P = m.solver_._eigenpro(0, 128)
+    assert P.k == 0 and P.E is None
+    assert m.reg_ / EIGENPRO_BIAS > P.lam_top
+    m2 = DSGRegressor(bandwidth=2.0, reg=1e-6, batch_size=128, block_size=64, n_iter=3,
+                      precondition="eigenpro", random_state=0).fit(X, y)
+    m2.solver_.X_S = X[:600]
+    assert m2.solver_._eigenpro(0, 128).k > 0
+
+
 @pytest.fixture(scope="module")
 def digits():
     X, y = load_digits(return_X_y=True)
