@@ -54,8 +54,11 @@ def test_eigenpro_step_reaches_kernel_ridge_faster_than_the_plain_step():
 
     plain, eigenpro = rel(False), rel("eigenpro")
     assert eigenpro < 0.7 * plain, (eigenpro, plain)  # measured 0.48 against 0.87
-    assert DSGRegressor(random_state=0, n_iter=2, batch_size=64, block_size=32).fit(
+    # "auto": the EigenPro step from batch_size 128 (EIGENPRO_MIN_BATCH), the plain one below
+    assert DSGRegressor(random_state=0, n_iter=2, batch_size=128, block_size=32).fit(
         X[:300], y[:300]).precondition_ == "eigenpro"
+    assert DSGRegressor(random_state=0, n_iter=2, batch_size=64, block_size=32).fit(
+        X[:300], y[:300]).precondition_ is False
 
 
 def test_eigenpro_flattens_nothing_when_nu_is_large():
