@@ -161,7 +161,8 @@ def run_loop(solver, batches, n_iter: int, history: dict, name: str, on_step=Non
             solver.obj_start = start = obj
         # a working run's batch objective stays within a few times its start; 1e4 times it
         # means the iteration is diverging: stop rather than return a finite but useless model
-        if not math.isfinite(obj) or (start is not None and obj > DIVERGED * start):
+        grows = getattr(solver, "watch_growth", True) and start is not None
+        if not math.isfinite(obj) or (grows and obj > DIVERGED * start):
             ratio = f", {obj / start:.3g} x its start" if start and math.isfinite(obj) else ""
             raise FloatingPointError(f"{name} diverged at iteration {solver.t} (batch objective "
                                      f"{obj:.3g}{ratio}); {hint}")
