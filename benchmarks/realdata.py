@@ -163,10 +163,23 @@ def make_reference(name: str, task: str, n_rows: int = 0):
     raise KeyError(name)
 
 
+DEVICE = "cpu"  # --device: where the algorithms fit (references stay on the CPU)
+
+
+def _gpu_name() -> str:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception as e:  # the header still gets written
+        return f"GPU name unavailable: {e}"
+
+
 def make_algorithm(name: str, task: str):
     from kernelscale.registry import make_estimator
 
-    return make_estimator(name, task, random_state=0, device="cpu")
+    # resolved in the forked child: the parent never opens a CUDA context (fork would break it)
+    return make_estimator(name, task, random_state=0, device=DEVICE)
 
 
 def _fit_and_score(kind, name, task, data):
@@ -496,6 +509,8 @@ def main(argv=None) -> int:
                         "takes only FILE's references; the first file holding a (dataset, "
                         "estimator) wins), recompute flags and ratios, write the tables under --tag")
     p.add_argument("--max-train", type=int, default=None, help="subsample training rows")
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                   help="device of the algorithms' fits (references always run on the CPU)")
     p.add_argument("--threads", type=int, default=1, help="BLAS / element-wise threads per fit")
     p.add_argument("--time-cap", type=float, default=900.0, help="seconds per fit")
     p.add_argument("--cache", default=str(REPO / "results" / "realdata" / "data"))
@@ -504,6 +519,8 @@ def main(argv=None) -> int:
     p.add_argument("--tracking-uri", default=f"sqlite:///{REPO / 'results' / 'realdata' / 'mlflow.db'}",
                    help="MLflow store ('none' to skip)")
     args = p.parse_args(argv)
+    global DEVICE
+    DEVICE = args.device
     if args.threads < 1:
         raise SystemExit(f"realdata: --threads {args.threads} must be >= 1")
     from threadpoolctl import threadpool_limits
@@ -524,6 +541,7 @@ def main(argv=None) -> int:
         rows = run_race(args, stem.with_suffix(".csv"))
     load = os.getloadavg()
     header = (f"# Real-data race `{args.tag}`\n\n{platform.node()}, {os.cpu_count()} CPUs, "
+              f"algorithms on {args.device}{' (' + _gpu_name() + ')' if args.device == 'gpu' else ''}, "
               f"{args.threads} thread(s) per fit, load average {load[0]:.1f} at the end; "
               f"{(time.time() - t0) / 60:.1f} min in all; training rows capped at "
               f"{args.max_train or 'none'}. Command: `python benchmarks/realdata.py "

@@ -303,37 +303,6 @@ def test_sklearn_estimator_checks(estimator, check):
 
 # -- the same tests on cupy -------------------------------------------------------------------
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["dsg", "udsg", "cdsg"])
-def test_gpu_model_equals_cpu_model(gpu, variant):
-    X, y = _regression(800)
-    params = dict(variant=variant, n_iter=30, batch_size=100, block_size=64, bandwidth=2.0,
-                  random_state=0)
-    cpu = DSGRegressor(device="cpu", **params).fit(X, y)
-    dev = DSGRegressor(device="gpu", **params).fit(X, y)
-    assert dev.device_ == "gpu" and dev.n_blocks_ == cpu.n_blocks_
-    assert np.allclose(dev.predict(X), cpu.predict(X), rtol=1e-8, atol=1e-8)
-    again = pickle.loads(pickle.dumps(dev))
-    assert np.allclose(again.predict(X), cpu.predict(X), rtol=1e-8, atol=1e-8)
-
-
-@pytest.mark.gpu
-def test_gpu_digits_and_cupy_input(gpu, digits):
-    Xtr, Xte, ytr, yte = digits
-    clf = DSGClassifier(device="gpu", bandwidth="median*0.5", n_iter=150, t0=1000, random_state=0)
-    clf.fit(gpu.asarray(Xtr), ytr)
-    assert clf.score(Xte, yte) >= 0.95
-
-
-@pytest.mark.gpu
-def test_gpu_kernel_ridge_convergence(gpu):
-    X, y = _regression()
-    exact = KernelRidge(kernel="rbf", gamma=1 / 8, alpha=20.0).fit(X, y).predict(X)
-    dsg = DSGRegressor(device="gpu", bandwidth=2.0, reg=1e-2, batch_size=1000, block_size=256,
-                       n_iter=150, t0=100, random_state=0).fit(X, y)
-    assert np.linalg.norm(dsg.predict(X) - exact) / np.linalg.norm(exact) < 0.05
-
-
 def test_regressor_partial_fit_continues_the_model():
     X, y = _regression(1200)
     reg = DSGRegressor(batch_size=100, block_size=32, bandwidth=2.0, random_state=0)

@@ -160,35 +160,6 @@ def test_gpu_requested_without_gpu():
         EigenProRegressor(device="gpu").fit(X, y)
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize("method", ["kernel", "rff"])
-def test_gpu_matches_cpu(method):
-    X, y = _problem(400)
-    kw = dict(method=method, n_eigenvectors=20, subsample_size=300, n_components=300,
-              batch_size=64, n_epochs=2, random_state=0)
-    cpu = EigenProRegressor(device="cpu", **kw).fit(X, y)
-    gpu = EigenProRegressor(device="gpu", **kw).fit(X, y)
-    assert gpu.device_ == "gpu"
-    assert np.allclose(cpu.predict(X), gpu.predict(X), atol=1e-6)
-    clone = pickle.loads(pickle.dumps(gpu))
-    assert np.allclose(clone.predict(X), gpu.predict(X))
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
-def test_gpu_acceleration_over_sgd():
-    X, y = _problem()
-    krr = KernelRidge(alpha=0.1, kernel="rbf", gamma=1 / (2 * BW**2)).fit(X, y)
-    target = float(np.mean((krr.predict(X) - y) ** 2))
-    common = dict(bandwidth=BW, batch_size=64, n_epochs=1, subsample_size=600, device="gpu",
-                  random_state=0, warm_start=True)
-    ep = _epochs_to(EigenProRegressor(n_eigenvectors=100, **common), X, y, target, 20)
-    assert ep is not None
-    sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_epochs": 3 * ep, "warm_start": False})
-    assert _mse(sgd.fit(X, y), X, y) > target
-
-
 def _digits():
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split

@@ -114,17 +114,6 @@ def test_unknown_kernel_is_one_line():
     assert "\n" not in str(e.value)
 
 
-@pytest.mark.gpu
-def test_gpu_blocks_equal_cpu_blocks(gpu):
-    k = make_kernel("gaussian", 1.0)
-    X = np.random.default_rng(0).standard_normal((50, 6))
-    cpu = FourierBlocks(k, 6, 128, seed=9).features(X, 0, 3)
-    dev = FourierBlocks(k, 6, 128, seed=9, xp=gpu).features(gpu.asarray(X), 0, 3)
-    assert np.allclose(dev.get(), cpu, atol=1e-10)
-    assert np.allclose(k(gpu.asarray(X)).get(), k(X), atol=1e-12)
-
-
-
 def test_estimators_are_exported_from_the_top_level():
     import kernelscale
 

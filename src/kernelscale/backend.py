@@ -51,6 +51,20 @@ def resolve_device(device: str | None) -> str:
     return device
 
 
+def predict_device(device: str | None) -> str:
+    """Device to predict on: the requested one where usable, else the CPU.
+
+    Fitted models keep coefficients and seeds, never device arrays, so a model fitted on a GPU
+    predicts on a host without one; only fitting refuses ``device="gpu"`` there.
+    """
+    try:
+        return resolve_device(device)
+    except DeviceError:
+        if device not in DEVICES:
+            raise
+        return "cpu"
+
+
 def namespace(device: str) -> ModuleType:
     """The array module for a resolved device."""
     if resolve_device(device) == "gpu":

@@ -11,7 +11,7 @@ import scipy.sparse
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils.validation import check_is_fitted
 
-from ..backend import namespace, resolve_device
+from ..backend import namespace, predict_device, resolve_device
 from ..kernels import make_kernel, resolve_bandwidth
 from ..kernels.selection import select
 from ..rng import seed_from
@@ -95,9 +95,10 @@ class KernelEstimatorBase(BaseEstimator):
         self.bandwidth_ = self.kernel_.bandwidth
         return xp, dtype
 
-    def _xp(self):
-        """Namespace to compute in; moves a model loaded on another machine to a usable device."""
-        dev = resolve_device(self.device)
+    def _xp(self, fitting=True):
+        """Namespace to compute in; moves a model loaded on another machine to a usable device
+        (to predict, the CPU where ``device`` is "gpu" but this host has none)."""
+        dev = (resolve_device if fitting else predict_device)(self.device)
         xp = namespace(dev)
         self.solver_.to(xp)
         self.device_ = dev
@@ -111,7 +112,7 @@ class KernelEstimatorBase(BaseEstimator):
         check_is_fitted(self, "solver_")
         reject_sparse(X)
         X = check_X(self, X, reset=False)
-        xp = self._xp()
+        xp = self._xp(fitting=False)
         return predict_rows(X, self.solver_.decision, xp, np.dtype(self.dtype_))
 
     def __sklearn_tags__(self):

@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.svm import SVC, SVR
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..backend import resolve_device
+from ..backend import DeviceError, resolve_device
 from ..budget import budget_window
 from ..kernels import FourierBlocks
 from ..losses import make_loss
@@ -221,7 +221,7 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
         check_is_fitted(self, "solver_")
         X = check_X(self, X, reset=False)
         Y = self._encode(y)
-        self._xp()
+        self._xp(fitting=False)
         self.solver_.data = (X, Y)
         try:
             return self.solver_.objective()
@@ -647,9 +647,9 @@ cache_size : float, default=500
 random_state : int, RandomState or None, default=None
     Seed of the "auto" / "median" selection's subsample (LIBSVM's own solve is deterministic
     here: no probability estimates, no shuffling).
-device : {"auto", "cpu", "gpu"}, default="auto"
-    Accepted for a uniform interface: "gpu" without a GPU is the same one-line DeviceError as
-    elsewhere, but LIBSVM always runs on the CPU (``device_`` is "cpu")."""
+device : {"auto", "cpu"}, default="auto"
+    LIBSVM runs on the CPU only (``device_`` is "cpu"); "gpu" is a one-line DeviceError rather
+    than a silent CPU run."""
 
 _SVM_ATTRS = """\
 svm_ : sklearn.svm.SVC or sklearn.svm.SVR
@@ -695,7 +695,8 @@ class _ExactSVMBase(BaseEstimator):
     def _svm_kernel(self, X, Y):
         """LIBSVM's kernel arguments; sets ``C_`` (C="auto": 1 / alpha of the held-out selection,
         i.e. lambda = 1 / (C n) = alpha / n, the nu every kernelscale estimator uses)."""
-        resolve_device(self.device)  # one-line DeviceError for device="gpu" without a GPU
+        if resolve_device(self.device) == "gpu" and self.device == "gpu":
+            raise DeviceError("ExactSVM (LIBSVM) runs on the CPU only; use device='cpu'")
         self.device_ = "cpu"
         check_positive("C", self.C, allow=("auto",))
         self.seed_ = seed_from(self.random_state)

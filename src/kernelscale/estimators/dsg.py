@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, Regressor
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..backend import namespace, resolve_device
+from ..backend import namespace, predict_device, resolve_device
 from ..budget import budget_window
 from ..kernels import FourierBlocks
 from ..losses import make_loss, sigmoid, softmax
@@ -223,9 +223,10 @@ class _DSGBase(BaseEstimator):
     def _check_loss(self, loss):
         raise NotImplementedError  # pragma: no cover
 
-    def _xp(self):
-        """Namespace to compute in; moves a model loaded on another machine to a usable device."""
-        dev = resolve_device(self.device)
+    def _xp(self, fitting=True):
+        """Namespace to compute in; moves a model loaded on another machine to a usable device
+        (to predict, the CPU where ``device`` is "gpu" but this host has none)."""
+        dev = (resolve_device if fitting else predict_device)(self.device)
         xp = namespace(dev)
         if self.model_.xp is not xp:
             self.model_.to(xp)
@@ -290,7 +291,7 @@ class _DSGBase(BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self, "model_")
         X = check_X(self, X, reset=False)
-        return predict_rows(X, self.model_.decision, self._xp(), self.model_.blocks.dtype,
+        return predict_rows(X, self.model_.decision, self._xp(fitting=False), self.model_.blocks.dtype,
                             _PREDICT_CHUNK)
 
     def __sklearn_tags__(self):

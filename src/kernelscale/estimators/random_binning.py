@@ -206,6 +206,7 @@ class _RBBase(BaseEstimator):
             if self.device == "gpu":
                 raise DeviceError("solver='cd' runs on the CPU only (numba threads); use device='cpu'")
             device = "cpu"
+        self.device_ = device
         return device
 
     def _fit_features(self, X, Y):

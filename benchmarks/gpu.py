@@ -1,0 +1,310 @@
+"""GPU benchmark (issue 11): block throughput against the device's own GEMM rate, and one
+10,000,000-point problem streamed from zarr on the device's disk.
+
+Sections (``--sections``):
+
+* ``blocks``: the float32 GEMM rate and the device-to-device copy bandwidth, measured here; then
+  random Fourier feature blocks (``FourierBlocks.features``: X W + b, cos, scale) and exact
+  Gaussian kernel blocks (``make_kernel("gaussian")(X, Y)``) at several input dimensions d.
+  Each is reported as matmul-equivalent flop/s (2 n d D for features, 2 n m d for a kernel block)
+  over the GEMM rate, and against the time floor max(flops / GEMM rate, bytes written /
+  bandwidth): at small d a block is bound by writing its output, not by arithmetic.
+* ``scale``: 10^7 training rows (d = 20, float32, 100k-row chunks, uncompressed) written to zarr
+  on local disk, a binary target with a known noise level (so the Bayes error of the test set is
+  computed exactly), then DSG, CDSG, EigenPro-RF and RFF-SGD trained out of core on the GPU under
+  ``memory_budget``; wall time, peak GPU memory (the cupy pool's bytes, polled every 2 ms) and the
+  test error on 200k held-out rows.
+
+Timings: CUDA work is synchronised before each clock read; medians of repeated runs after a
+warm-up. TF32 is off unless ``CUPY_TF32=1`` is set (cupy's default): the GEMM rate is plain FP32.
+
+    python benchmarks/gpu.py --sections blocks scale --out benchmarks/results --tag 2026-11-24-h100
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import platform
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _cp():
+    import cupy
+
+    return cupy
+
+
+def _sync():
+    _cp().cuda.Device().synchronize()
+
+
+def _median_time(fn, reps: int = 10, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    _sync()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        _sync()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def device_info() -> dict:
+    cp = _cp()
+    p = cp.cuda.runtime.getDeviceProperties(0)
+    free, total = cp.cuda.runtime.memGetInfo()
+    return dict(gpu=p["name"].decode(), sm_count=p["multiProcessorCount"],
+                memory_gib=round(total / 2**30, 1), cupy=cp.__version__,
+                cuda_runtime=cp.cuda.runtime.runtimeGetVersion(),
+                driver=cp.cuda.runtime.driverGetVersion(),
+                tf32=os.environ.get("CUPY_TF32", "0"), host=platform.node(),
+                cpus=os.cpu_count())
+
+
+def gemm_rate(n: int = 8192) -> float:
+    cp = _cp()
+    rng = cp.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=cp.float32)
+    b = rng.standard_normal((n, n), dtype=cp.float32)
+    c = cp.empty((n, n), dtype=cp.float32)
+    return 2.0 * n**3 / _median_time(lambda: cp.matmul(a, b, out=c))
+
+
+def copy_bandwidth(nbytes: int = 2 * 2**30) -> float:
+    cp = _cp()
+    a = cp.random.default_rng(0).random(nbytes // 4, dtype=cp.float32)
+    b = cp.empty_like(a)
+    return 2.0 * nbytes / _median_time(lambda: b.__setitem__(Ellipsis, a))  # read + write
+
+
+def blocks(log=print) -> list[dict]:
+    cp = _cp()
+    from kernelscale.kernels import FourierBlocks, make_kernel
+
+    rate, bw = gemm_rate(), copy_bandwidth()
+    log(f"[blocks] float32 GEMM {rate / 1e12:.1f} TFLOP/s, copy {bw / 1e12:.2f} TB/s (read+write)")
+    rows = [dict(kind="gemm", d=8192, rows=8192, cols=8192, seconds=2 * 8192**3 / rate,
+                 tflops=rate / 1e12, frac_gemm=1.0, frac_floor=1.0)]
+    k = make_kernel("gaussian", 1.0)
+    rng = np.random.default_rng(0)
+    for d in (16, 64, 256, 784, 2048):
+        n, F, nblocks = 16384, 512, 16  # 8192 features: one DSG prediction group
+        X = cp.asarray(rng.standard_normal((n, d)), dtype=cp.float32)
+        fb = FourierBlocks(k, d, F, seed=0, xp=cp, dtype=np.float32)
+        fb.features(X, 0, nblocks)  # parameters cached on the device, as in training
+        sec = _median_time(lambda fb=fb, X=X: fb.features(X, 0, nblocks))
+        flops, out_bytes = 2.0 * n * d * F * nblocks, 4.0 * n * F * nblocks
+        floor = max(flops / rate, out_bytes / bw * 2)  # GEMM output written + read by the pass
+        rows.append(dict(kind="fourier features", d=d, rows=n, cols=F * nblocks, seconds=sec,
+                         tflops=flops / sec / 1e12, frac_gemm=flops / sec / rate,
+                         frac_floor=floor / sec))
+        Y = X[: n // 2]
+        sec = _median_time(lambda X=X, Y=Y: k(X, Y))
+        flops, out_bytes = 2.0 * n * (n // 2) * d, 4.0 * n * (n // 2)
+        floor = max(flops / rate, out_bytes / bw * 2)
+        rows.append(dict(kind="gaussian kernel", d=d, rows=n, cols=n // 2, seconds=sec,
+                         tflops=flops / sec / 1e12, frac_gemm=flops / sec / rate,
+                         frac_floor=floor / sec))
+        for r in rows[-2:]:
+            log(f"[blocks] {r['kind']:16s} d={d:5d}: {r['seconds'] * 1e3:7.2f} ms  "
+                f"{r['tflops']:6.2f} TFLOP/s = {r['frac_gemm']:.2f} of GEMM, "
+                f"{r['frac_floor']:.2f} of the floor")
+        del X, Y, fb
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+# -- scale --------------------------------------------------------------------------------------
+
+D_SCALE, NOISE = 20, 0.3
+
+
+def _target(X, w1, w2):
+    """Noise-free score f(x); labels are 1[f(x) + NOISE * e > 0], e ~ N(0, 1)."""
+    return np.sin(2.0 * X @ w1) + 0.5 * np.cos(3.0 * X @ w2) + 0.4 * X[:, 0] * X[:, 1]
+
+
+def write_problem(path: Path, n: int, n_test: int, chunk: int = 100_000, seed: int = 0):
+    """10^7 rows to zarr in chunks (the generator never holds more than one chunk)."""
+    import zarr
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(seed)
+    w1 = rng.standard_normal(D_SCALE) / math.sqrt(D_SCALE)
+    w2 = rng.standard_normal(D_SCALE) / math.sqrt(D_SCALE)
+    g = zarr.open_group(str(path), mode="w")
+    arrays = {}
+    for name, rows in (("X", n), ("X_test", n_test)):
+        arrays[name] = g.create_array(name, shape=(rows, D_SCALE), chunks=(chunk, D_SCALE),
+                                      dtype="f4", compressors=None)
+        arrays["y" + name[1:]] = g.create_array("y" + name[1:], shape=(rows,), chunks=(chunk,),
+                                                dtype="i1", compressors=None)
+    bayes = 0.0
+    for name, rows in (("X", n), ("X_test", n_test)):
+        for lo in range(0, rows, chunk):
+            hi = min(rows, lo + chunk)
+            B = rng.standard_normal((hi - lo, D_SCALE)).astype(np.float32)
+            f = _target(B.astype(np.float64), w1, w2)
+            y = (f + NOISE * rng.standard_normal(hi - lo) > 0).astype(np.int8)
+            arrays[name][lo:hi] = B
+            arrays["y" + name[1:]][lo:hi] = y
+            if name == "X_test":  # P(label != sign f) for each test row, exactly
+                bayes += float(norm.cdf(-np.abs(f) / NOISE).sum())
+    return bayes / n_test
+
+
+class GpuPeak:
+    """Largest cupy memory-pool size seen (polled): the GPU memory a fit held at its peak."""
+
+    def __init__(self, every_s: float = 0.002):
+        self.pool = _cp().get_default_memory_pool()
+        self.every = every_s
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        self.pool.free_all_blocks()
+        self.base = self.pool.used_bytes()
+        self.peak = self.pool.total_bytes()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.pool.total_bytes())
+            time.sleep(self.every)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, self.pool.total_bytes())
+
+
+SCALE_ESTIMATORS = {
+    # (registry name, parameters): batch sizes the GPU fills; passes bounded by --scale-cap
+    "dsg": ("dsg", dict(batch_size=8192, block_size=1024, bandwidth="median", dtype="float32")),
+    "cdsg": ("cdsg", dict(batch_size=8192, block_size=1024, bandwidth="median", dtype="float32")),
+    "eigenpro_rf": ("eigenpro_rf", dict(n_components=8192, bandwidth="median", dtype="float32")),
+    "rff_sgd": ("rff_sgd", dict(n_components=8192, batch_size=4096, bandwidth="median",
+                                dtype="float32")),
+}
+
+
+def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, log=print):
+    from kernelscale import registry
+    from kernelscale.io import open_zarr
+
+    path = Path(workdir) / "scale.zarr"
+    t = time.perf_counter()
+    bayes = write_problem(path, n, n_test)
+    gen_s = time.perf_counter() - t
+    log(f"[scale] wrote {n:,} + {n_test:,} rows x {D_SCALE} to {path} in {gen_s:.0f} s "
+        f"(Bayes error of the test rows {100 * bayes:.2f} %)")
+    X, y = open_zarr(path, "X"), open_zarr(path, "y")[:]
+    Xte, yte = open_zarr(path, "X_test")[:], open_zarr(path, "y_test")[:]
+    rows = []
+    for name in names:
+        algo, params = SCALE_ESTIMATORS[name]
+        iterative = "n_epochs" not in params and algo in ("dsg", "cdsg", "udsg")
+        est = registry.make_estimator(algo, "classification", device="gpu", random_state=0,
+                                      memory_budget=budget_mb, warm_start=True, **params)
+        # segments: DSG-family 100 iterations each; the others one epoch each; until cap_s
+        est.set_params(**({"n_iter": 100} if iterative else {"n_epochs": 1}))
+        fit_s, segments, curve = 0.0, 0, []
+        with GpuPeak() as peak:
+            while fit_s < cap_s:
+                t = time.perf_counter()
+                est.fit(X, y)
+                fit_s += time.perf_counter() - t
+                segments += 1
+                err = float(np.mean(est.predict(Xte) != yte))
+                curve.append((round(fit_s, 1), err))
+                log(f"[scale] {name}: segment {segments}, {fit_s:.0f} s, test error "
+                    f"{100 * err:.2f} %")
+                if not iterative and segments >= 3:
+                    break
+        t = time.perf_counter()
+        err = float(np.mean(est.predict(Xte) != yte))
+        pred_s = time.perf_counter() - t
+        rows_seen = (segments * 100 * params["batch_size"]) if iterative else segments * n
+        rows.append(dict(estimator=name, n_train=n, fit_s=fit_s, rows_seen=rows_seen,
+                         passes=rows_seen / n, test_error=err, bayes_error=bayes,
+                         predict_s=pred_s, n_test=n_test,
+                         gpu_peak_mib=peak.peak / 2**20, budget_mb=budget_mb,
+                         window_rows=getattr(est, "window_rows_", None),
+                         curve=json.dumps(curve)))
+        log(f"[scale] {name}: {fit_s:.0f} s, {rows_seen / n:.2f} passes, test error "
+            f"{100 * err:.2f} % (Bayes {100 * bayes:.2f} %), GPU peak {peak.peak / 2**20:.0f} MiB"
+            f" (budget {budget_mb:g} MB, window {getattr(est, 'window_rows_', None)} rows)")
+        del est
+        _cp().get_default_memory_pool().free_all_blocks()
+    return rows, gen_s
+
+
+def _write(rows, path: Path):
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _md(rows) -> str:
+    keys = [k for k in dict.fromkeys(k for r in rows for k in r) if k != "curve"]
+
+    def cell(v):
+        return f"{v:.4g}" if isinstance(v, float) else ("" if v is None else str(v))
+
+    return "\n".join(["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+                     + ["| " + " | ".join(cell(r.get(k)) for k in keys) + " |" for r in rows])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sections", nargs="*", default=["blocks", "scale"])
+    p.add_argument("--n", type=int, default=10_000_000)
+    p.add_argument("--n-test", type=int, default=200_000)
+    p.add_argument("--budget-mb", type=float, default=1024.0)
+    p.add_argument("--scale-cap", type=float, default=60.0, help="fit seconds per estimator")
+    p.add_argument("--estimators", nargs="*", default=list(SCALE_ESTIMATORS))
+    p.add_argument("--workdir", default=None, help="where the zarr data goes (default: a temp dir)")
+    p.add_argument("--out", default="benchmarks/results")
+    p.add_argument("--tag", default=time.strftime("%Y-%m-%d") + "-gpu")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    info = device_info()
+    print("[env] " + json.dumps(info), flush=True)
+    md = [f"# GPU benchmark `{args.tag}`\n", "Device: " + ", ".join(f"{k} {v}" for k, v in
+                                                                   info.items()) + "\n",
+          f"Command: `python benchmarks/gpu.py {' '.join(argv or [])}`\n"]
+    if "blocks" in args.sections:
+        rows = blocks(lambda s: print(s, flush=True))
+        _write(rows, out / f"gpu-blocks-{args.tag}.csv")
+        md += ["## Blocks (float32)\n", _md(rows), ""]
+    if "scale" in args.sections:
+        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            rows, gen_s = scale(args.n, args.n_test, args.budget_mb, args.scale_cap,
+                                args.estimators, tmp, lambda s: print(s, flush=True))
+        _write(rows, out / f"gpu-scale-{args.tag}.csv")
+        md += [f"## {args.n:,} points streamed from zarr (generated in {gen_s:.0f} s)\n", _md(rows),
+               ""]
+    (out / f"gpu-{args.tag}.md").write_text("\n".join(md) + "\n")
+    print(f"wrote {out}/gpu-{args.tag}.md", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine (issue 11): wheels carried in .whl (the machine has no package
+# registry), then the named steps, each under its own time limit; logs and results under $OUT.
+#   bash benchmarks/gpu_session.sh tests blocks dsg scale-small race scale
+# $OUT gets one tarball (session.tgz, refreshed after every step) of the logs and results.
+set -u
+OUT=${OUT:-/tmp/gpu-out}
+W=/tmp/gpu-session
+mkdir -p "$OUT" "$W"
+export PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+nvidia-smi > "$W/nvidia-smi.txt" 2>&1
+head -12 "$W/nvidia-smi.txt"
+nproc; free -g | head -2; df -h /tmp | tail -1
+R="$W/results"
+mkdir -p "$R"
+step() {  # name, limit in seconds, command...
+  local name=$1 limit=$2; shift 2
+  echo "=== $name (limit ${limit}s) $(date +%T)"
+  local t=$SECONDS
+  timeout "$limit" "$@" > "$W/$name.log" 2>&1
+  local rc=$?
+  tail -${TAIL:-25} "$W/$name.log"
+  echo "=== $name rc=$rc in $((SECONDS - t)) s"
+  tar czf "$OUT/session.tgz" -C "$W" .
+}
+TAG=${TAG:-$(date +%F)-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9-')}
+for s in "$@"; do
+  case $s in
+    tests) step tests ${TESTS_LIMIT:-280} make test-gpu ;;
+    blocks) step blocks 90 python3 benchmarks/gpu.py --sections blocks --out "$R" --tag "$TAG" ;;
+    dsg) step dsg 90 python3 benchmarks/dsg_cost.py --device gpu ;;
+    scale-small) step scale-small 110 python3 benchmarks/gpu.py --sections scale --n 1000000 \
+                   --n-test 100000 --scale-cap 10 --out "$R" --tag "$TAG-1M" ;;
+    scale) step scale 560 python3 benchmarks/gpu.py --sections scale --workdir /tmp \
+             --scale-cap ${SCALE_CAP:-90} --out "$R" --tag "$TAG" ;;
+    race) step race ${RACE_LIMIT:-420} python3 benchmarks/realdata.py --device gpu \
+            --devdata .devdata --no-references --time-cap ${RACE_CAP:-60} --tracking-uri none \
+            --cache /tmp/realdata --out "$R" --tag "$TAG-race" ;;
+    *) echo "unknown step $s"; exit 2 ;;
+  esac
+done
+ls -la "$R"
