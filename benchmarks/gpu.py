@@ -125,6 +125,38 @@ def blocks(log=print) -> list[dict]:
     return rows
 
 
+def dsg_profile(log=print) -> None:
+    """Where a DSG iteration's time goes on the GPU at 200 blocks (dsg_cost.py's settings):
+    device time of the prediction over all blocks vs the wall time, and a host profile."""
+    import cProfile
+    import pstats
+
+    from cupyx.profiler import benchmark as cupy_bench
+
+    from kernelscale.estimators import DSGClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50_000, 100)).astype(np.float32)
+    y = (np.sin(X[:, :5].sum(axis=1)) > 0).astype(int)
+    clf = DSGClassifier(n_iter=200, batch_size=2048, block_size=512, dtype="float32",
+                        device="gpu", random_state=0, bandwidth="median", warm_start=True)
+    clf.fit(X, y)
+    cp = _cp()
+    Xb = cp.asarray(X[:2048])
+    log(str(cupy_bench(clf.model_.decision, (Xb,), n_repeat=20, name="decision, 200 blocks")))
+    clf.set_params(n_iter=20)
+    prof = cProfile.Profile()
+    prof.enable()
+    clf.fit(X, y)
+    _sync()
+    prof.disable()
+    import io
+
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
+    log(buf.getvalue())
+
+
 # -- scale --------------------------------------------------------------------------------------
 
 D_SCALE, NOISE = 20, 0.3
@@ -294,6 +326,8 @@ def main(argv=None) -> int:
         rows = blocks(lambda s: print(s, flush=True))
         _write(rows, out / f"gpu-blocks-{args.tag}.csv")
         md += ["## Blocks (float32)\n", _md(rows), ""]
+    if "dsg-profile" in args.sections:
+        dsg_profile(lambda s: print(s, flush=True))
     if "scale" in args.sections:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             rows, gen_s = scale(args.n, args.n_test, args.budget_mb, args.scale_cap,

@@ -35,9 +35,11 @@ for s in "$@"; do
     tests) step tests ${TESTS_LIMIT:-280} make test-gpu ;;
     blocks) step blocks 90 python3 benchmarks/gpu.py --sections blocks --out "$R" --tag "$TAG" ;;
     dsg) step dsg 90 python3 benchmarks/dsg_cost.py --device gpu ;;
+    dsg-profile) step dsg-profile 90 python3 benchmarks/gpu.py --sections dsg-profile --out "$R" \
+                   --tag "$TAG-profile" ;;
     scale-small) step scale-small 110 python3 benchmarks/gpu.py --sections scale --n 1000000 \
                    --n-test 100000 --scale-cap 10 --out "$R" --tag "$TAG-1M" ;;
-    scale) step scale 560 python3 benchmarks/gpu.py --sections scale --workdir /tmp \
+    scale) step scale ${SCALE_LIMIT:-330} python3 benchmarks/gpu.py --sections scale --workdir /tmp \
              --scale-cap ${SCALE_CAP:-90} --out "$R" --tag "$TAG" ;;
     race) step race ${RACE_LIMIT:-420} python3 benchmarks/realdata.py --device gpu \
             --devdata .devdata --no-references --time-cap ${RACE_CAP:-60} --tracking-uri none \

@@ -241,13 +241,14 @@ class _RBBase(BaseEstimator):
                 import cupy
                 import cupyx.scipy.sparse as cusp
 
-                xp, Zd = cupy, cusp.csr_matrix(Z)
+                # Z^T as its own CSR matrix: deterministic products (see ridge_cg)
+                xp, Zd, ZTd = cupy, cusp.csr_matrix(Z), cusp.csr_matrix(Z.T.tocsr())
             else:
-                xp, Zd = np, Z
+                xp, Zd, ZTd = np, Z, Z.T
             Yd = xp.asarray(Y, dtype=np.float64)
-            W, hist, ok = ridge_cg(Zd, Zd.T @ Yd, self.reg_, tol=float(self.tol),
+            W, hist, ok = ridge_cg(Zd, ZTd @ Yd, self.reg_, tol=float(self.tol),
                                    max_iter=int(self.max_iter), xp=xp,
-                                   jacobi=bool(self.precondition))
+                                   jacobi=bool(self.precondition), ZT=ZTd)
             W = W.get() if xp is not np else W
         else:
             W, hist, ok = l1_cd(Z, Y, self.reg_, loss=self.loss, tol=float(self.tol),

@@ -12,18 +12,26 @@ import numpy as np
 
 from ..backend import array_namespace
 from ..parallel import rowwise
+from . import _fused
 
 # Row chunk for the broadcasted (n, m, d) distance computations: bounds temporaries to ~64 MB.
 _BROADCAST_BYTES = 64 * 2**20
 
 
-def _sq_euclidean(X, Y, xp, then=None):
+def _sq_euclidean(X, Y, xp, then=None, exp_scale=None):
     """||x - y||^2 for all pairs (clipped at 0 against cancellation), from one product X Y^T;
     ``then(D)`` finishes each tile in place (e.g. the exp of the Gaussian kernel), so the whole
-    kernel block is one product plus one threaded pass (``parallel.rowwise``)."""
+    kernel block is one product plus one threaded pass (``parallel.rowwise``). With
+    ``exp_scale`` the result is exp(exp_scale ||x - y||^2); on a GPU one fused pass (``_fused``)."""
     xx = (X * X).sum(axis=1)
     yy = (Y * Y).sum(axis=1)[None, :]
     G = X @ Y.T
+    if then is None and _fused.sq_distances(G, xx, yy, xp, exp_scale):
+        return G
+    if exp_scale is not None:
+        def then(D):
+            D *= exp_scale
+            xp.exp(D, out=D)
 
     def finish(D, lo, hi):
         D *= -2.0
@@ -81,13 +89,7 @@ class Gaussian(Kernel):
     name = "gaussian"
 
     def _matrix(self, X, Y, xp):
-        c = -0.5 / self.bandwidth**2
-
-        def gauss(D):
-            D *= c
-            xp.exp(D, out=D)
-
-        return _sq_euclidean(X, Y, xp, gauss)
+        return _sq_euclidean(X, Y, xp, exp_scale=-0.5 / self.bandwidth**2)
 
     def sample_frequencies(self, d, n, rng):
         return rng.standard_normal((d, n)) / self.bandwidth

@@ -34,7 +34,7 @@ from ..distributed import current_client, n_threads
 
 
 def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=None, xp=np,
-             jacobi: bool = False):
+             jacobi: bool = False, ZT=None):
     """Solve (Z^T Z + reg I) W = B column by column with CG.
 
     Parameters
@@ -54,10 +54,14 @@ def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=No
     """
     if reg <= 0:
         raise ValueError(f"reg={reg!r} must be > 0 for the ridge CG solver")
+    # default: a CSC view of Z's arrays, no copy. On a GPU pass an explicit CSR Z^T: cuSPARSE
+    # multiplies by (and sums the columns of) a transposed CSR with atomics, which changes the
+    # sums from run to run
+    ZT = Z.T if ZT is None else ZT
     if jacobi:
-        Z2 = Z.copy()  # squared entries via .data: works for scipy and cupyx matrices alike
+        Z2 = ZT.copy()  # squared entries via .data: works for scipy and cupyx matrices alike
         Z2.data **= 2
-        diag = xp.asarray(Z2.sum(axis=0)).ravel()
+        diag = xp.asarray(Z2.sum(axis=1)).ravel()
         del Z2
         Minv = (1.0 / (diag + reg))[:, None]
     else:
@@ -67,7 +71,6 @@ def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=No
     if client is not None:
         normal = _ClusterNormal(client, Z)
     else:
-        ZT = Z.T  # CSC view of the same arrays: no copy
 
         def normal(P):
             return ZT @ (Z @ P)

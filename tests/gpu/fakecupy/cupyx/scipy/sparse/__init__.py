@@ -42,6 +42,9 @@ class csr_matrix:
     def data(self, v):
         self._m.data = v._a
 
+    def tocsr(self):
+        return csr_matrix(self._m.tocsr())
+
     def copy(self):
         return csr_matrix(self._m.copy())
 
