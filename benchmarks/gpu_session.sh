@@ -42,7 +42,8 @@ for s in "$@"; do
     scale) step scale ${SCALE_LIMIT:-330} python3 benchmarks/gpu.py --sections scale --workdir /tmp \
              --scale-cap ${SCALE_CAP:-90} --out "$R" --tag "$TAG" ;;
     race) step race ${RACE_LIMIT:-420} python3 benchmarks/realdata.py --device gpu \
-            --devdata .devdata --no-references --time-cap ${RACE_CAP:-60} --tracking-uri none \
+            --devdata .devdata --no-references --algorithms dsg udsg cdsg eigenpro eigenpro_rf \
+            kernel_sgd rb_cg rff_sgd rff_svrg nystrom exact_krr pegasos norma --time-cap ${RACE_CAP:-60} --tracking-uri none \
             --cache /tmp/realdata --out "$R" --tag "$TAG-race" ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac

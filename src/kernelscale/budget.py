@@ -89,7 +89,7 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
         number of chunks avoids decoding a chunk twice.
     n_rows : rows of X; the window never exceeds it.
     work_bytes : the batch working set when the solver knows it better than ``batch_bytes``
-        (DSG: its feature matrix is a group of blocks, ``solvers.dsg.GROUP_BYTES``).
+        (DSG: its feature matrix is a group of blocks, ``solvers.dsg.group_bytes``).
     """
     if not (isinstance(budget_mb, (int, float, np.integer, np.floating)) and budget_mb > 0):
         raise ValueError(f"memory_budget={budget_mb!r} must be a positive number of MB")

@@ -1,6 +1,7 @@
 """GPU runs of results that the CPU suite checks too: accuracy, convergence, acceleration."""
 
 import numpy as np
+import pytest
 from gpu_data import regression
 from sklearn.datasets import load_digits
 from sklearn.kernel_ridge import KernelRidge
@@ -60,3 +61,21 @@ def test_eigenpro_accelerates_sgd_on_gpu():
     sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_epochs": 3 * epochs,
                                                    "warm_start": False}).fit(X, y)
     assert np.mean((sgd.predict(X) - y) ** 2) > target
+
+
+def test_rowwise_csr_products_match_scipy_and_repeat_exactly(cp):
+    import scipy.sparse as sp
+
+    from kernelscale.solvers._rowwise_csr import RowwiseCSR
+
+    rng = np.random.default_rng(0)
+    A = sp.random(3000, 500, density=0.02, format="csr", random_state=1, dtype=np.float64)
+    P = rng.standard_normal((500, 3))
+    dA = RowwiseCSR.from_scipy(A, cp)
+    if dA is None:
+        pytest.skip("this cupy has no RawKernel (tests/gpu/fakecupy)")
+    out = (dA @ cp.asarray(P)).get()
+    np.testing.assert_allclose(out, A @ P, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal((dA @ cp.asarray(P)).get(), out)
+    np.testing.assert_allclose((dA @ cp.asarray(P[:, 0])).get(), A @ P[:, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dA.sum(axis=1).get(), np.asarray(A.sum(axis=1)).ravel(), rtol=1e-12)

@@ -23,7 +23,7 @@ from ..losses import make_loss, sigmoid, softmax
 from ..preconditioners import subsample_indices
 from ..rng import seed_from
 from ..solvers._common import Progress
-from ..solvers.dsg import GROUP_BYTES, DSGConfig, DSGModel, DSGSolver
+from ..solvers.dsg import DSGConfig, DSGModel, DSGSolver, group_bytes
 from ..stream import BatchStream, predict_rows, take_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
 from ._base import doc_indent as _indent
@@ -264,12 +264,12 @@ class _DSGBase(BaseEstimator):
 
     def _work_bytes(self, X) -> int:
         """A step's working set (for the memory budget): the batch rows, one group of blocks'
-        features for f(batch) (``solvers.dsg.GROUP_BYTES``) and the new block's features with
+        features for f(batch) (``solvers.dsg.group_bytes``) and the new block's features with
         its gradient product. Independent of the step count: the window it sizes must be the
         same in every warm-started segment, or the batches would change."""
         blocks, B = self.model_.blocks, min(int(self.batch_size), int(X.shape[0]))
         item = blocks.dtype.itemsize
-        group = blocks.group_size(B, GROUP_BYTES) * B * blocks.F * item
+        group = blocks.group_size(B, group_bytes(blocks.xp)) * B * blocks.F * item
         work = B * (int(X.shape[1]) + 2 * blocks.F) * item + group
         if self.solver_.config.precondition == "eigenpro":
             # the subsample rows and their block features; covariance and eigenvectors (float64)

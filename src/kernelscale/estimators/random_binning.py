@@ -38,6 +38,7 @@ from ..kernels.bandwidth import resolve_bandwidth
 from ..kernels.random_binning import DEFAULT_CHUNK_ROWS, RB_KERNELS, RandomBinning, check_rb_kernel
 from ..losses import sigmoid
 from ..rng import seed_from
+from ..solvers._rowwise_csr import RowwiseCSR
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
 from ._base import LabelCoder, check_X, check_X_y, doc_indent
@@ -241,8 +242,12 @@ class _RBBase(BaseEstimator):
                 import cupy
                 import cupyx.scipy.sparse as cusp
 
-                # Z^T as its own CSR matrix: deterministic products (see ridge_cg)
-                xp, Zd, ZTd = cupy, cusp.csr_matrix(Z), cusp.csr_matrix(Z.T.tocsr())
+                # products that are the same on every run (solvers._rowwise_csr), Z^T stored
+                # as its own CSR matrix; cupyx's (cuSPARSE) where cupy has no RawKernel
+                xp, ZT = cupy, Z.T.tocsr()
+                Zd, ZTd = RowwiseCSR.from_scipy(Z, cupy), RowwiseCSR.from_scipy(ZT, cupy)
+                if Zd is None:
+                    Zd, ZTd = cusp.csr_matrix(Z), cusp.csr_matrix(ZT)
             else:
                 xp, Zd, ZTd = np, Z, Z.T
             Yd = xp.asarray(Y, dtype=np.float64)

@@ -63,6 +63,14 @@ _UDSG_STREAM = 1  # random stream for UDSG's choice of old blocks
 # the budget planner counts it (``work_bytes``). Product speed was the same within noise from
 # 1 to 64 MB groups on the 2-core development box.
 GROUP_BYTES = 2 * 2**20
+# On a GPU every group costs a few kernel launches of host time whatever its size, and 2 MB groups
+# left the device idle most of the time (benchmarks/gpu.py's dsg-profile section): 64 MB there.
+GPU_GROUP_BYTES = 64 * 2**20
+
+
+def group_bytes(xp) -> int:
+    """Feature-matrix bytes per group of blocks in ``DSGModel.decision`` on namespace ``xp``."""
+    return GROUP_BYTES if xp is np else GPU_GROUP_BYTES
 RIDGE_FACTOR = 0.01
 DIVERGED = 1e4  # batch objective over its first value that stops a run as diverged
 EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" may cause
@@ -181,10 +189,13 @@ class DSGModel:
             self.beta[: self.n_blocks] *= self.scale
             self.scale = 1.0
 
-    def decision(self, X, row_budget_bytes: int = GROUP_BYTES):
+    def decision(self, X, row_budget_bytes: int | None = None):
         """f(X) = sum_j phi_j(X) alpha_j (Alg. 2), blocks stacked into products of
-        ``row_budget_bytes`` feature matrices (whole blocks; at least one)."""
+        ``row_budget_bytes`` feature matrices (whole blocks; at least one; default
+        ``group_bytes``)."""
         xp = self.xp
+        if row_budget_bytes is None:
+            row_budget_bytes = group_bytes(xp)
         out = xp.zeros((X.shape[0], self.n_outputs), dtype=self.blocks.dtype)
         m = self.n_blocks
         if m == 0:

@@ -54,9 +54,7 @@ def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=No
     """
     if reg <= 0:
         raise ValueError(f"reg={reg!r} must be > 0 for the ridge CG solver")
-    # default: a CSC view of Z's arrays, no copy. On a GPU pass an explicit CSR Z^T: cuSPARSE
-    # multiplies by (and sums the columns of) a transposed CSR with atomics, which changes the
-    # sums from run to run
+    # default: a CSC view of Z's arrays, no copy (the GPU path passes its own, see _rowwise_csr)
     ZT = Z.T if ZT is None else ZT
     if jacobi:
         Z2 = ZT.copy()  # squared entries via .data: works for scipy and cupyx matrices alike
