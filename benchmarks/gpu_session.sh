@@ -43,10 +43,10 @@ for s in "$@"; do
              --scale-cap ${SCALE_CAP:-90} --out "$R" --tag "$TAG" ;;
     race) step race ${RACE_LIMIT:-420} python3 benchmarks/realdata.py --device gpu \
             --devdata .devdata --no-references --algorithms dsg udsg cdsg eigenpro eigenpro_rf \
-            kernel_sgd rb_cg rff_sgd rff_svrg nystrom exact_krr pegasos norma --datasets dev_twonorm \
+            kernel_sgd rb_cg rff_sgd rff_svrg nystrom exact_krr pegasos norma --datasets ${RACE_DATASETS:-dev_twonorm \
             dev_ring dev_spambase dev_phoneme dev_page_blocks0 dev_satimage dev_texture \
-            dev_penbased dev_elevators dev_pol dev_kin40k dev_protein --time-cap ${RACE_CAP:-60} --tracking-uri none \
-            --cache /tmp/realdata --out "$R" --tag "$TAG-race" ;;
+            dev_penbased dev_elevators dev_pol dev_kin40k dev_protein} --time-cap ${RACE_CAP:-60} --tracking-uri none \
+            --cache /tmp/realdata --out "$R" --tag "$TAG-race${RACE_SUFFIX:-}" ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac
 done
