@@ -178,8 +178,11 @@ def _gpu_name() -> str:
 def make_algorithm(name: str, task: str):
     from kernelscale.registry import make_estimator
 
+    from kernelscale.registry import CPU_ONLY
+
     # resolved in the forked child: the parent never opens a CUDA context (fork would break it)
-    return make_estimator(name, task, random_state=0, device=DEVICE)
+    return make_estimator(name, task, random_state=0,
+                          device="cpu" if name in CPU_ONLY else DEVICE)
 
 
 def _fit_and_score(kind, name, task, data):
@@ -540,11 +543,14 @@ def main(argv=None) -> int:
     else:
         rows = run_race(args, stem.with_suffix(".csv"))
     load = os.getloadavg()
-    header = (f"# Real-data race `{args.tag}`\n\n{platform.node()}, {os.cpu_count()} CPUs, "
-              f"algorithms on {args.device}{' (' + _gpu_name() + ')' if args.device == 'gpu' else ''}, "
-              f"{args.threads} thread(s) per fit, load average {load[0]:.1f} at the end; "
-              f"{(time.time() - t0) / 60:.1f} min in all; training rows capped at "
-              f"{args.max_train or 'none'}. Command: `python benchmarks/realdata.py "
+    where = ("Rows joined from the runs' CSVs (machine and device: see each run's report)"
+             if args.report else
+             f"{platform.node()}, {os.cpu_count()} CPUs, algorithms on {args.device}"
+             f"{' (' + _gpu_name() + ')' if args.device == 'gpu' else ''}, "
+             f"{args.threads} thread(s) per fit, load average {load[0]:.1f} at the end; "
+             f"{(time.time() - t0) / 60:.1f} min in all; training rows capped at "
+             f"{args.max_train or 'none'}")
+    header = (f"# Real-data race `{args.tag}`\n\n{where}. Command: `python benchmarks/realdata.py "
               f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n"
               "Every estimator at its registry defaults (`random_state=0`). Flags: TRIVIAL = at the "
               "majority-class / mean level; `> SVC + 1 pt` / `> 1.05 x KRR` = outside issue 10's "

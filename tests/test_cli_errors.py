@@ -63,6 +63,7 @@ SPEC_CASES = [
      ["needs at least", "n_components"]),
     ({**DSG, "segments": 0}, ["--spec.segments", ">= 1"]),
     ({**DSG, "device": "tpu"}, ["--spec.device", "'tpu'", "auto, cpu, gpu"]),
+    ({"estimator": "libsvm", "device": "gpu"}, ["--spec.device", "libsvm runs on the CPU only"]),
     ({**DSG, "step_test_rows": -1}, ["step_test_rows", ">= 0"]),
 ]
 
@@ -73,6 +74,15 @@ def test_bad_spec_is_one_line_and_trains_nothing(data, tmp_path, capsys, spec, w
     assert line.startswith("kernelscale train: error: ")
     for w in words:
         assert w in line, line
+    assert not (tmp_path / "run" / "metrics.csv").exists()
+
+
+@pytest.mark.skipif(__import__("kernelscale.backend").backend.gpu_available(),
+                    reason="a GPU is present")
+def test_gpu_train_job_on_a_host_without_gpu_is_one_line(data, tmp_path, capsys):
+    """`device: gpu` on a CPU-only node stops with one line, never a silent CPU run."""
+    line = run(_train(data, tmp_path / "run", {**DSG, "device": "gpu"}), capsys)
+    assert "device='gpu'" in line and "no usable CUDA GPU" in line, line
     assert not (tmp_path / "run" / "metrics.csv").exists()
 
 

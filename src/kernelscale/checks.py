@@ -137,6 +137,9 @@ def spec_errors(where: str, spec, n_train: int | None = None, d: int | None = No
     device = spec.get("device", "auto")
     if device not in DEVICES:
         errors.append(f"{where}.device: {device!r} is not one of {', '.join(DEVICES)}")
+    elif device == "gpu" and est in registry.CPU_ONLY:
+        errors.append(f"{where}.device: 'gpu' but {est} runs on the CPU only "
+                      f"({registry.CPU_ONLY[est]}); use device: cpu")
     segments = spec.get("segments", 10)
     if not _is_int(segments) or segments < 1:
         errors.append(f"{where}.segments: {segments!r} must be an integer >= 1")

@@ -34,6 +34,13 @@ _RFF = {
     "regression": "kernelscale.estimators.baselines:RFFSGDRegressor",
 }
 
+# Algorithms without a GPU path, and why (a `device: gpu` entry for them is a config error).
+CPU_ONLY: dict[str, str] = {
+    "libsvm": "LIBSVM's SMO solver is CPU code",
+    "rb_cd": "asynchronous coordinate descent on numba threads; one coordinate update touches a "
+             "few rows, so on a GPU it would be a stream of tiny kernel launches",
+}
+
 ALGORITHMS: dict[str, dict[str, str]] = {
     # doubly stochastic gradients and the variants reusing old features (papers 003, 000)
     "dsg": _DSG,
