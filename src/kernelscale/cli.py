@@ -20,6 +20,8 @@ import os
 import sys
 from pathlib import Path
 
+from .cli_common import OneLineParser, UserError, add_dask_arguments, int_at_least, load_yaml
+
 
 def _parse_spec(text: str) -> dict:
     """``--spec`` JSON, checked: one line naming the key and what is expected."""
@@ -86,10 +88,6 @@ def _write_record(path: str, payload: dict) -> None:
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(Path(path), payload)
-
-
-class UserError(Exception):
-    """A one-line error about what the user asked for (printed without a class name)."""
 
 
 def _check_reachable(uri: str, timeout: float = 5.0) -> None:
@@ -231,28 +229,6 @@ def _cmd_plots(a) -> None:
     print(f"wrote {a.metric_png} and {a.objective_png}", flush=True)
 
 
-def load_yaml(path):
-    """A YAML file's content; one line with the file, line and column on a syntax error."""
-    import yaml
-
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a folder, expected a YAML file") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        what = " ".join(str(e.problem or e.context or "syntax error").split())
-        context = f" ({' '.join(str(e.context).split())})" if e.context and e.problem else ""
-        raise UserError(f"{where}: not valid YAML: {what}{context}") from None
-    except yaml.YAMLError as e:
-        raise UserError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
-
-
 def _cmd_check_config(a) -> None:
     import jsonschema
     import yaml
@@ -294,46 +270,6 @@ def _cmd_check_config(a) -> None:
     finally:
         set_config_files([])  # the module-level record must not outlive this command
     print(f"{' + '.join(a.configfile)}: ok", flush=True)
-
-
-def int_at_least(low: int):
-    """argparse type: an integer >= ``low`` (``--threads -3`` or ``--eval-chunk-rows -5`` used to
-    be accepted; the latter reported error 1.0 / RMSE 0.0 over zero rows)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{value} must be >= {low}")
-        return value
-    parse.__name__ = f"integer >= {low}"
-    return parse
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (``kernelscale train: error: argument --threads:
-    -3 must be >= 0``) instead of the usage text plus the error."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} -h)\n")
-
-
-def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
-    """--dask-scheduler / --dask-workers (config ``dask:``), shared by train and prepare."""
-    from .distributed import SCHEDULER_ENV, WORKERS_ENV
-
-    workers = os.environ.get(WORKERS_ENV)
-    parser.add_argument("--dask-scheduler", default=os.environ.get(SCHEDULER_ENV) or None,
-                        metavar="ADDRESS|local",
-                        help="run chunked work on a dask cluster: 'local' (a LocalCluster per "
-                             "job) or a scheduler address such as tcp://host:8786 (default: "
-                             f"${SCHEDULER_ENV}, which the pipeline sets from config `dask:`; "
-                             "else none)")
-    parser.add_argument("--dask-workers", type=int_at_least(1),
-                        default=int(workers) if workers else None,
-                        metavar="N",
-                        help="LocalCluster workers for --dask-scheduler local (default: CPU count)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -93,7 +93,7 @@ def schema_error_line(exc: BaseException) -> str:
 
 def load_yaml_checked(path):
     """A YAML file's content; ``ValueError`` with ``FILE:LINE:COLUMN: ...`` on a syntax error."""
-    from .cli import UserError, load_yaml
+    from .cli_common import UserError, load_yaml
 
     try:
         return load_yaml(path)

@@ -33,7 +33,7 @@ def register(subparsers) -> None:
     download = subparsers.add_parser(
         "download", help="fetch a dataset's files into the cache and verify their sha256")
     _add_spec_arguments(download)
-    from ..cli import int_at_least
+    from ..cli_common import int_at_least
 
     download.add_argument("--retries", type=int_at_least(1), default=3)
     download.add_argument("--file", default=None,
@@ -53,7 +53,7 @@ def register(subparsers) -> None:
     prepare.add_argument("--out", required=True, help="output folder, e.g. results/data/NAME")
     prepare.add_argument("--threads", type=int_at_least(1), default=1,
                          help="BLAS threads (default 1)")
-    from ..cli import add_dask_arguments
+    from ..cli_common import add_dask_arguments
 
     add_dask_arguments(prepare)
     prepare.set_defaults(func=run_prepare)

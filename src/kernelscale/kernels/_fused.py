@@ -2,9 +2,9 @@
 
 A block is a matrix product followed by element-wise work; on a GPU each numpy-style operation
 is a pass over the whole block in device memory, and at small input dimension d those passes,
-not the product, set the time (H100, 16384 x 8192 float32 block, d = 16: 2.3 ms for features with
-three passes, against 0.4 ms to write and read the block once; benchmarks/gpu.py). These kernels
-do the finish in one pass. ``None`` on numpy, or where the namespace has no ElementwiseKernel.
+not the product, set the time (measurements: benchmarks/results/gpu-2026-11-24-h100.md). These
+kernels do the finish in one pass. The functions return False on numpy, or where the namespace
+has no ElementwiseKernel (tests/gpu/fakecupy), and the caller takes the numpy-style path.
 """
 
 from __future__ import annotations

@@ -1,0 +1,91 @@
+"""The two wings (docs/architecture.md): the library never imports the pipeline, and no module
+imports another that imports it back. Read from the source (every import statement, including
+the ones inside functions), so a lazy import cannot hide a wrong-way dependency."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PKG = SRC / "kernelscale"
+
+# the pipeline wing: config, CLI, data stage, training runs, tracking, tables, plots
+PIPELINE = ("kernelscale.cli", "kernelscale.cli_common", "kernelscale.checks",
+            "kernelscale.pipeline", "kernelscale.train_run", "kernelscale.tracking",
+            "kernelscale.tables", "kernelscale.plots", "kernelscale.evaluate",
+            "kernelscale.registry", "kernelscale.data")
+# third-party packages only the pipeline may use
+PIPELINE_ONLY_DEPS = ("mlflow", "snakemake", "matplotlib", "pandas", "jsonschema", "pooch")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in PKG.rglob("*.py"):
+        parts = list(f.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_pipeline(mod: str) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in PIPELINE)
+
+
+def _imports(mod: str, path: Path) -> set[str]:
+    """Modules of kernelscale (and third-party top-level names) that ``mod`` imports."""
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            for a in node.names:  # `from . import x`: x may be a submodule
+                sub = f"{target}.{a.name}"
+                found.add(sub if sub in MODULES else target)
+    return found
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+@pytest.mark.parametrize("mod", sorted(m for m in MODULES if not _is_pipeline(m)))
+def test_library_never_imports_the_pipeline(mod):
+    bad = sorted(t for t in GRAPH[mod] if t.startswith("kernelscale") and _is_pipeline(t))
+    assert not bad, f"library module {mod} imports pipeline module(s) {bad}"
+    deps = sorted(t for t in GRAPH[mod] if t.split(".")[0] in PIPELINE_ONLY_DEPS)
+    assert not deps, f"library module {mod} imports pipeline-only package(s) {deps}"
+
+
+def test_no_import_cycles():
+    edges = {m: {t for t in ts if t in MODULES and t != m} for m, ts in GRAPH.items()}
+    # a package imports its own submodules by design; an edge back to the package is the cycle
+    state, stack, cycles = {}, [], []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for t in edges[m]:
+            if state.get(t) == 1:
+                cyc = stack[stack.index(t):] + [t]
+                if not all(c == cyc[0] or c.startswith(cyc[0] + ".") for c in cyc):
+                    cycles.append(" -> ".join(cyc))
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
