@@ -88,7 +88,8 @@ PRESETS: dict[str, dict] = {
     "eigenpro": {"method": "kernel"},
     "eigenpro_rf": {"method": "rff"},
     "kernel_sgd": {"method": "kernel", "n_eigenvectors": 0},
-    # CD's lambda is per sample (L1), so the CG default of 0.01 is far too strong for it
+    # RB-CD's reg is the per-sample L1 lambda of its own objective (not CG's ridge reg, which
+    # "auto" selects), so it keeps a fixed value of that scale
     "rb_cg": {"solver": "cg"},
     "rb_cd": {"solver": "cd", "reg": 1e-4},
     "rff_sgd": {"solver": "sgd"},

@@ -100,9 +100,9 @@ batch_size : int, default=64
 svrg_inner : "epoch" or int, default="epoch"
     Iterations between SVRG snapshots ("epoch" = one pass).
 n_epochs : int, default=20
-    Passes per ``fit`` call (when ``n_iter`` is None). 20: with nu ~ 1/n the problem is
-    ill-conditioned and plain SGD is optimisation-limited (phoneme, 3,000 rows: 19.7 % error
-    after 5 epochs, 16.9 % after 20).
+    Passes per ``fit`` call (when ``n_iter`` is None). Many passes, because with nu ~ 1/n the
+    problem is ill-conditioned and plain SGD is limited by optimisation, not by the features
+    (race tables in ``benchmarks/results/realdata-*``).
 n_iter : int or None, default=None
     Iterations per ``fit`` call (overrides ``n_epochs``).
 kernel : str, default="gaussian"
