@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One call on a lent GPU machine (issue 11): wheels carried in .whl (the machine has no package
+# One call on a lent GPU machine (issue 11): wheels carried in .whl (benchmarks/gpu_wheels.sh; the
+# machine has no package
 # registry), then the named steps, each under its own time limit; logs and results under $OUT.
 #   bash benchmarks/gpu_session.sh tests blocks dsg scale-small race scale
 # $OUT gets one tarball (session.tgz, refreshed after every step) of the logs and results.
