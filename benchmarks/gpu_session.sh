@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One call on a lent GPU machine (issue 11): wheels carried in .whl (benchmarks/gpu_wheels.sh; the
-# machine has no package
-# registry), then the named steps, each under its own time limit; logs and results under $OUT.
+# One call on a lent GPU machine (issue 11). The machine has no package registry: the wheels it
+# lacks travel in .whl (benchmarks/gpu_wheels.sh). Then the named steps run, each under its own
+# time limit; logs and results go under $OUT.
 #   bash benchmarks/gpu_session.sh tests blocks dsg scale-small race scale
 # $OUT gets one tarball (session.tgz, refreshed after every step) of the logs and results.
 set -u
