@@ -126,29 +126,7 @@ class ndarray(_Ops):
     def __reduce__(self):
         return (ndarray, (self._a,))
 
-    @property
-    def T(self):
-        return ndarray(self._a.T)
-
-    @property
-    def shape(self):
-        return self._a.shape
-
-    @property
-    def dtype(self):
-        return self._a.dtype
-
-    @property
-    def ndim(self):
-        return self._a.ndim
-
-    @property
-    def size(self):
-        return self._a.size
-
-    @property
-    def nbytes(self):
-        return self._a.nbytes
+    # shape, dtype, ndim, size, nbytes, T ... come through __getattr__ (arrays wrapped)
 
 
 def asarray(a, dtype=None, order=None):
