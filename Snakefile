@@ -1,6 +1,6 @@
 # kernelscale pipeline: download -> prepare -> train (one job per dataset x algorithm x seed)
 # -> MLflow import -> tables, plots, report. Rules only name files and resources and call the
-# `kernelscale` CLI; logic lives in src/kernelscale (pipeline.py for the config).
+# `kernelscale` CLI; logic lives in src/kernelscale/pipeline (plan.py for the config).
 import sys
 from pathlib import Path
 
@@ -9,7 +9,7 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from kernelscale import pipeline  # noqa: E402
+from kernelscale.pipeline import plan  # noqa: E402
 
 
 # `--configfile FILE` is the whole configuration; config.yaml is only the default (Snakemake
@@ -18,7 +18,7 @@ from kernelscale import pipeline  # noqa: E402
 # a file given with --configfile is read by Snakemake before this runs: check-config names it).
 if not workflow.overwrite_configfiles:
     try:
-        pipeline.load_yaml_checked("config.yaml")
+        plan.load_yaml_checked("config.yaml")
     except ValueError as e:
         sys.exit(str(e))
 
@@ -29,12 +29,12 @@ report: "workflow/report/workflow.rst"
 
 
 # errors name the file holding the key (several --configfile are merged into one config)
-pipeline.set_config_files(workflow.configfiles, workflow.overwrite_configfiles)
+plan.set_config_files(workflow.configfiles, workflow.overwrite_configfiles)
 try:
     validate(config, "workflow/schemas/config.schema.yaml")
 except Exception as e:  # one line naming the key instead of the validator's dump
-    sys.exit(pipeline.schema_error_line(e))
-_errors = pipeline.semantic_errors(config)
+    sys.exit(plan.schema_error_line(e))
+_errors = plan.semantic_errors(config)
 if _errors:  # one line per problem, each naming its key
     sys.exit("\n".join(_errors))
 
@@ -42,17 +42,17 @@ if _errors:  # one line per problem, each naming its key
 # LockException: drop it when no snakemake works here (jobs of a rerun then resume from their
 # checkpoints; `rerun-incomplete` is set in profiles/default, which Snakemake reads by itself).
 if workflow.is_main_process:
-    pipeline.clear_stale_locks(Path.cwd())
+    plan.clear_stale_locks(Path.cwd())
 
 # A prepared dataset with a missing or changed chunk file (checked against its meta.json) is
 # moved aside here, so that its meta.json, prepare's output, is missing: `all` asks for it, so
 # prepare re-runs, and the jobs after it re-run as their input is newer. One line per dataset.
 if workflow.is_main_process:
-    pipeline.set_aside_damaged_data(config, Path.cwd())
+    plan.set_aside_damaged_data(config, Path.cwd())
 
-TRACKING = pipeline.tracking(config)
-pipeline.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
-pipeline.provenance_environment(config, workflow.basedir)  # git commit, config hash -> MLflow tags
+TRACKING = plan.tracking(config)
+plan.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
+plan.provenance_environment(config, workflow.basedir)  # git commit, config hash -> MLflow tags
 
 
 wildcard_constraints:
@@ -63,7 +63,7 @@ wildcard_constraints:
 
 onerror:
     # one line per failed job (its log's error line) at the end of the console output
-    for _line in pipeline.failed_job_lines(log):
+    for _line in plan.failed_job_lines(log):
         print(_line, file=sys.stderr)
 
 
@@ -83,9 +83,9 @@ rule all:
         "results/tables/wide.csv",
         expand(
             "results/plots/{dataset}/{kind}.png",
-            dataset=pipeline.run_datasets(config),
+            dataset=plan.run_datasets(config),
             kind=["metric_vs_time", "objective_vs_time"],
         ),
         # the prepared data themselves: Snakemake re-creates a missing intermediate file only
         # when a job that needs it runs (a dataset moved aside above must be asked for)
-        expand("results/data/{dataset}/meta.json", dataset=pipeline.run_datasets(config)),
+        expand("results/data/{dataset}/meta.json", dataset=plan.run_datasets(config)),

@@ -60,7 +60,7 @@ def training_loss(est, X, y) -> float:
 
 
 def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
-    from kernelscale.registry import make_estimator
+    from kernelscale.pipeline.registry import make_estimator
 
     task = spec["task"]
     X, y, X_te, y_te, _ = realdata.prepared(name, spec, cache)

@@ -235,7 +235,7 @@ SCALE_ESTIMATORS = {
 
 
 def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, log=print):
-    from kernelscale import registry
+    from kernelscale.pipeline import registry
     from kernelscale.io import open_zarr
 
     path = Path(workdir) / "scale.zarr"

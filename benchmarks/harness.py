@@ -1,7 +1,7 @@
 """Benchmark harness (issue 5, "Scale"): four measurements, one CSV each, one Markdown report,
 one MLflow run.
 
-1. time to target: every algorithm of ``kernelscale.registry.ALGORITHMS`` next to scikit-learn's
+1. time to target: every algorithm of ``kernelscale.pipeline.registry.ALGORITHMS`` next to scikit-learn's
    SVC, Nystroem + RidgeClassifier / SGDClassifier and RBFSampler + SGDClassifier on the same
    generated data; target = SVC's test error + 0.3 points. Iterative estimators are fitted with
    ``warm_start=True`` in segments and checked on the test set after each (evaluation time is not
@@ -192,7 +192,7 @@ def _sklearn_entries(sigma, seed, n_train):
 
 
 def time_to_target(s: Settings, log=print) -> list[dict]:
-    from kernelscale import registry
+    from kernelscale.pipeline import registry
     from kernelscale.kernels import median_bandwidth
 
     X, y = generated(s.n_train + s.n_test, s.n_features, s.seed)
@@ -301,7 +301,7 @@ def block_throughput(s: Settings, log=print) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 def _epoch_cost(name: str, X, y, seed: int) -> tuple[float, str]:
     """Seconds for one unit of work at this n, and what the unit is."""
-    from kernelscale import registry
+    from kernelscale.pipeline import registry
 
     if name == "dsg":
         est = registry.make_estimator("dsg", "classification", batch_size=512, block_size=256,
@@ -366,7 +366,7 @@ def epoch_costs(s: Settings, log=print) -> list[dict]:
 _CHILD = textwrap.dedent("""
     import json, os, sys, time
     import numpy as np
-    from kernelscale import registry
+    from kernelscale.pipeline import registry
     from kernelscale.budget import peak_rss_bytes
     from kernelscale.io import open_zarr
 
@@ -547,7 +547,7 @@ def log_mlflow(uri: str, s: Settings, results: dict, files: list[Path]) -> str:
     """One MLflow run with the settings, every number and the CSV/Markdown files; returns its id."""
     import mlflow
 
-    from kernelscale.tracking import init_store
+    from kernelscale.pipeline.tracking import init_store
 
     init_store(uri, EXPERIMENT)  # create the database once, before any logging
     mlflow.set_tracking_uri(uri)

@@ -2,14 +2,14 @@
 ``../shared/devdata/``, next to the references a researcher would compare with.
 
 For each dataset (prepared exactly as the pipeline prepares it: ``devdata.yaml``'s spec through
-``kernelscale.data.prepare``, i.e. the seeded hash split and training-set standardization):
+``kernelscale.pipeline.data.prepare``, i.e. the seeded hash split and training-set standardization):
 
 * trivial predictor: majority class (classification) / training mean (regression);
 * references: LIBSVM ``SVC(C=10)`` at the median-heuristic gamma and scikit-learn's ``SVC()`` at its
   own defaults (classification); exact kernel ridge, ``alpha=1`` at the median bandwidth, by a
   direct solve (regression) — fixed settings, so that the yardstick does not move with our
   defaults;
-* every algorithm of ``kernelscale.registry.ALGORITHMS`` that does the task, built by
+* every algorithm of ``kernelscale.pipeline.registry.ALGORITHMS`` that does the task, built by
   ``make_estimator(name, task, random_state=0)``: nothing but the registry preset.
 
 Each fit runs in a forked child (a hung or exploding fit is killed at ``--time-cap`` seconds and
@@ -76,9 +76,9 @@ def load_devdata_specs(devdata: Path) -> dict:
 
 def prepared(name: str, spec: dict, cache: Path):
     """(X_train, y_train, X_test, y_test, meta) of the pipeline's preparation, cached on disk."""
-    from kernelscale.data.errors import DataError
-    from kernelscale.data.prepare import prepare_dataset
-    from kernelscale.data.store import open_prepared
+    from kernelscale.pipeline.data.errors import DataError
+    from kernelscale.pipeline.data.prepare import prepare_dataset
+    from kernelscale.pipeline.data.store import open_prepared
 
     out = cache / name
     if not (out / "meta.json").is_file():
@@ -176,9 +176,9 @@ def _gpu_name() -> str:
 
 
 def make_algorithm(name: str, task: str):
-    from kernelscale.registry import make_estimator
+    from kernelscale.pipeline.registry import make_estimator
 
-    from kernelscale.registry import CPU_ONLY
+    from kernelscale.pipeline.registry import CPU_ONLY
 
     # resolved in the forked child: the parent never opens a CUDA context (fork would break it)
     return make_estimator(name, task, random_state=0,
@@ -260,7 +260,7 @@ def run_child(kind, name, task, data, time_cap: float) -> dict:
 # the race
 # ---------------------------------------------------------------------------------------------
 def algorithms_for(task: str, only=None) -> list[str]:
-    from kernelscale.registry import ALGORITHMS
+    from kernelscale.pipeline.registry import ALGORITHMS
 
     kind = "regression" if task == "regression" else "classification"
     names = [a for a, e in ALGORITHMS.items() if kind in e]

@@ -152,7 +152,7 @@ def test_norma_is_stable_on_the_pipeline_binary_problem():
     (accuracy 0.48). With the control variate every segment stays near Pegasos / RFF-SGD (~0.95)."""
     from sklearn.preprocessing import StandardScaler
 
-    from kernelscale.data.generators import generate
+    from kernelscale.pipeline.data.generators import generate
 
     params = {"name": "classification", "n_samples": 12000, "n_features": 20, "n_informative": 10,
               "seed": 0, "n_classes": 2, "class_sep": 1.0, "flip_y": 0.01}

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from kernelscale.cli import main
+from kernelscale.pipeline.cli import main
 from test_cli_train import make_prepared, standins  # noqa: F401
 
 # Python's exception class names a user must never see

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-from kernelscale import registry
+from kernelscale.pipeline import registry
 
 HERE = Path(__file__).resolve().parent
 
@@ -159,7 +159,7 @@ def make_prepared(root: Path, name: str, task: str, n_train=3000, n_test=1000, d
         chunks = (chunk_rows,) + arr.shape[1:]
         a = g.create_array(key, shape=arr.shape, dtype=arr.dtype, chunks=chunks)
         a[...] = arr
-    from kernelscale.data.store import chunk_checksums
+    from kernelscale.pipeline.data.store import chunk_checksums
 
     meta = {"name": name, "task": task, "n_train": n_train, "n_test": n_test, "d": d,
             "classes": classes, "chunk_rows": chunk_rows,
@@ -174,7 +174,7 @@ SPEC = {"estimator": "standin", "params": {"n_iter": 3}, "device": "cpu", "segme
 # ----------------------------------------------------------------------------- tests
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
 def test_train_writes_run_folder(tmp_path, task):
-    from kernelscale.train_run import train
+    from kernelscale.pipeline.train_run import train
 
     data = make_prepared(tmp_path / "data", "toy", task)
     out = tmp_path / "run"
@@ -207,7 +207,7 @@ def test_train_writes_run_folder(tmp_path, task):
 
 
 def test_resume_continues_from_checkpoint(tmp_path):
-    from kernelscale.train_run import train
+    from kernelscale.pipeline.train_run import train
 
     data = make_prepared(tmp_path / "data", "toy", "multiclass")
     out = tmp_path / "run"
@@ -229,7 +229,7 @@ def test_resume_continues_from_checkpoint(tmp_path):
 
 
 def test_checkpoint_of_other_run_is_ignored(tmp_path):
-    from kernelscale.train_run import train
+    from kernelscale.pipeline.train_run import train
 
     data = make_prepared(tmp_path / "data", "toy", "regression")
     out = tmp_path / "run"
@@ -239,7 +239,7 @@ def test_checkpoint_of_other_run_is_ignored(tmp_path):
 
 
 def test_non_iterative_fits_once(tmp_path):
-    from kernelscale.train_run import train
+    from kernelscale.pipeline.train_run import train
 
     data = make_prepared(tmp_path / "data", "toy", "regression")
     final = train(data, tmp_path / "run", "oneshot",
@@ -248,8 +248,8 @@ def test_non_iterative_fits_once(tmp_path):
 
 
 def test_evaluate_in_chunks_matches_whole(tmp_path):
-    from kernelscale.evaluate import evaluate
-    from kernelscale.train_run import open_prepared, train
+    from kernelscale.pipeline.evaluate import evaluate
+    from kernelscale.pipeline.train_run import open_prepared, train
 
     data = make_prepared(tmp_path / "data", "toy", "regression")
     train(data, tmp_path / "run", "standin", SPEC, seed=0)
@@ -275,7 +275,7 @@ def test_evaluate_in_chunks_matches_whole(tmp_path):
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     rc = main(["train", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "r"),
                "--algorithm", "a", "--spec", json.dumps(SPEC)])
@@ -294,7 +294,7 @@ def test_resume_after_real_kill(tmp_path):
     out = tmp_path / "run"
     spec = {**SPEC, "params": {"n_iter": 1, "sleep": 0.3}, "segments": 8}
     code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import test_cli_train; test_cli_train.register_standins(); "
-            "from kernelscale.cli import main; sys.exit(main(sys.argv[1:]))")
+            "from kernelscale.pipeline.cli import main; sys.exit(main(sys.argv[1:]))")
     args = [sys.executable, "-c", code, "train", "--data", str(data), "--out", str(out),
             "--algorithm", "standin", "--spec", json.dumps(spec)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -325,7 +325,7 @@ def test_resume_after_real_kill(tmp_path):
 def test_intermediate_evaluations_use_step_test_rows(tmp_path):
     import pandas as pd
 
-    from kernelscale.train_run import train
+    from kernelscale.pipeline.train_run import train
 
     data = make_prepared(tmp_path / "data", "toy", "binary")
     final = train(data, tmp_path / "run", "standin", {**SPEC, "step_test_rows": 100}, seed=0)
@@ -338,7 +338,7 @@ def test_intermediate_evaluations_use_step_test_rows(tmp_path):
 def test_resume_with_a_registered_estimator(tmp_path, algorithm):
     """A real iterative estimator killed after a segment and resumed ends where an uninterrupted
     run ends (the registry protocol: segments of warm-started fits = one long run)."""
-    from kernelscale.train_run import train
+    from kernelscale.pipeline.train_run import train
 
     try:
         registry.estimator_class(algorithm, "multiclass")

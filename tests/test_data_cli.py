@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernelscale.data import open_prepared
-from kernelscale.data import rule_helpers as helpers
-from kernelscale.data.cli import main
+from kernelscale.pipeline.data import open_prepared
+from kernelscale.pipeline.data import rule_helpers as helpers
+from kernelscale.pipeline.data.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 

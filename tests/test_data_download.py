@@ -9,8 +9,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kernelscale.data import DataError, download_dataset, fetch
-from kernelscale.data.download import apply_mirror, cache_dir
+from kernelscale.pipeline.data import DataError, download_dataset, fetch
+from kernelscale.pipeline.data.download import apply_mirror, cache_dir
 
 
 class _Handler(SimpleHTTPRequestHandler):
@@ -145,11 +145,11 @@ def test_download_dataset_fetches_train_and_test(server, tmp_path):
 
 
 def test_progress_bar_on_terminal_and_log_lines_otherwise(server, tmp_path, monkeypatch, caplog):
-    import kernelscale.data.progress as progress_module
+    import kernelscale.pipeline.data.progress as progress_module
 
     root, base, _ = server
     digest = _put(root, "p.bin", b"x" * 3_000_000)
-    caplog.set_level("INFO", logger="kernelscale.data")
+    caplog.set_level("INFO", logger="kernelscale.pipeline.data")
     fetch(f"{base}/p.bin", digest, tmp_path / "plain.bin")
     assert any("download plain.bin" in r.getMessage() and "(100%)" in r.getMessage()
                for r in caplog.records)
@@ -161,8 +161,8 @@ def test_progress_bar_on_terminal_and_log_lines_otherwise(server, tmp_path, monk
 
 
 def test_remote_sha256_and_checksum_command(server, capsys):
-    from kernelscale.data.cli import main
-    from kernelscale.data.download import remote_sha256
+    from kernelscale.pipeline.data.cli import main
+    from kernelscale.pipeline.data.download import remote_sha256
 
     root, base, _ = server
     digest = _put(root, "new.bin", b"a new dataset")

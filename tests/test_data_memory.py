@@ -15,8 +15,8 @@ DATA_MB = ROWS * COLS * 4 / 2**20  # 153 MiB of float32 features
 SCRIPT = textwrap.dedent("""
     import json, resource, sys, time
     import numpy, zarr, sklearn.datasets  # the libraries prepare uses, loaded up front
-    from kernelscale.data import prepare_dataset
-    from kernelscale.data.sources import open_source  # noqa: F401 (import cost in baseline)
+    from kernelscale.pipeline.data import prepare_dataset
+    from kernelscale.pipeline.data.sources import open_source  # noqa: F401 (import cost in baseline)
 
     rows, cols, chunk, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -11,8 +11,8 @@ from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import StandardScaler
 
-from kernelscale.data import DataError, open_prepared, prepare_dataset
-from kernelscale.data.split import test_mask
+from kernelscale.pipeline.data import DataError, open_prepared, prepare_dataset
+from kernelscale.pipeline.data.split import test_mask
 
 GEN = {"name": "classification", "n_samples": 23_000, "n_features": 6, "n_informative": 4,
        "seed": 3}

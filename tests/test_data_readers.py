@@ -10,8 +10,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from kernelscale.data import DataError
-from kernelscale.data.readers import read_csv, read_file, read_idx, read_libsvm, read_npz
+from kernelscale.pipeline.data import DataError
+from kernelscale.pipeline.data.readers import read_csv, read_file, read_idx, read_libsvm, read_npz
 
 LIBSVM = b"""1 1:0.5 3:2
 # a comment line

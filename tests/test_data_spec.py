@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernelscale.data import DataError, validate_dataset_spec
-from kernelscale.data.spec import TODO_SHA256
+from kernelscale.pipeline.data import DataError, validate_dataset_spec
+from kernelscale.pipeline.data.spec import TODO_SHA256
 
 HEX = "ab" * 32
 URL = "https://example.org/data/covtype.libsvm.bz2"

@@ -204,7 +204,7 @@ def test_rb_cg_on_cluster_matches_local(client, data):
 
 
 def test_pca_preparation_on_cluster_is_identical(client, tmp_path):
-    from kernelscale.data import prepare_dataset
+    from kernelscale.pipeline.data import prepare_dataset
 
     spec = {"task": "binary", "chunk_rows": 700, "split": {"test_size": 0.25, "seed": 1},
             "generator": {"name": "classification", "n_samples": 4000, "n_features": 8,
@@ -220,8 +220,8 @@ def test_pca_preparation_on_cluster_is_identical(client, tmp_path):
 
 
 def test_train_run_evaluation_on_cluster_is_identical(client, tmp_path):
-    from kernelscale.data import prepare_dataset
-    from kernelscale.train_run import train
+    from kernelscale.pipeline.data import prepare_dataset
+    from kernelscale.pipeline.train_run import train
 
     spec = {"task": "regression", "chunk_rows": 600, "split": {"test_size": 0.3, "seed": 1},
             "generator": {"name": "regression", "n_samples": 3000, "n_features": 5, "seed": 0},
@@ -259,7 +259,7 @@ def test_process_workers_pickle_the_chunk_functions(data):
 
 
 def test_cli_unreachable_scheduler_is_one_line_error(tmp_path, capsys):
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     spec = {"task": "regression", "generator": {"name": "regression", "n_samples": 100,
                                                 "n_features": 3, "seed": 0}}
@@ -271,11 +271,11 @@ def test_cli_unreachable_scheduler_is_one_line_error(tmp_path, capsys):
     assert err.startswith("kernelscale prepare: error: cannot reach dask scheduler "
                           "'tcp://127.0.0.1:1'")
     assert not (tmp_path / "data").exists()
-    from kernelscale.data import prepare_dataset
+    from kernelscale.pipeline.data import prepare_dataset
 
     prepare_dataset("r", spec, tmp_path / "data")
     algo = json.dumps({"estimator": "nystrom", "params": {"n_components": 10}, "device": "cpu"})
-    run = subprocess.run([sys.executable, "-m", "kernelscale.cli", "train", "--data",
+    run = subprocess.run([sys.executable, "-m", "kernelscale.pipeline.cli", "train", "--data",
                           str(tmp_path / "data"), "--out", str(tmp_path / "run"), "--algorithm",
                           "nystrom", "--spec", algo, "--dask-scheduler", "tcp://127.0.0.1:1"],
                          capture_output=True, text=True, timeout=120)
@@ -290,9 +290,9 @@ def test_cli_unreachable_scheduler_is_one_line_error(tmp_path, capsys):
 def test_config_dask_section_to_job_environment(tmp_path, monkeypatch):
     import yaml
 
-    from kernelscale.cli import build_parser, main
+    from kernelscale.pipeline.cli import build_parser, main
     from kernelscale.distributed import SCHEDULER_ENV, WORKERS_ENV, environment
-    from kernelscale.pipeline import job_environment
+    from kernelscale.pipeline.plan import job_environment
 
     unset = {SCHEDULER_ENV: None, WORKERS_ENV: None}
     assert environment(None) == environment({"scheduler": None, "n_workers": 2}) == unset

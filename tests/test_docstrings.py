@@ -11,7 +11,7 @@ import pytest
 from sklearn.base import BaseEstimator
 
 import kernelscale.estimators as estimators
-from kernelscale import registry
+from kernelscale.pipeline import registry
 
 PUBLIC = [getattr(estimators, name) for name in estimators.__all__]
 MODULES = [importlib.import_module(m) for m in sorted({cls.__module__ for cls in PUBLIC})]

@@ -24,15 +24,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kernelscale import tracking
-from kernelscale.cli import main
+from kernelscale.pipeline import tracking
+from kernelscale.pipeline.cli import main
 from test_cli_train import SPEC, make_prepared, standins  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 # a `kernelscale` process that knows the stand-in estimators
 CLI = [sys.executable, "-c",
        f"import sys; sys.path.insert(0, {str(HERE)!r}); import test_cli_train; "
-       "test_cli_train.register_standins(); from kernelscale.cli import main; "
+       "test_cli_train.register_standins(); from kernelscale.pipeline.cli import main; "
        "sys.exit(main(sys.argv[1:]))"]
 
 
@@ -115,7 +115,7 @@ def _old_layout(path: Path) -> None:
 
 @pytest.mark.parametrize("damage", [_garbage, _truncated, _wrong_type, _old_layout])
 def test_a_damaged_checkpoint_restarts_from_scratch_with_a_warning(tmp_path, capsys, damage):
-    from kernelscale.train_run import train
+    from kernelscale.pipeline.train_run import train
 
     data = make_prepared(tmp_path / "data", "toy", "regression")
     ref = train(data, tmp_path / "ref", "standin", SPEC, seed=0)

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernelscale.cli import main
-from kernelscale.data import DataError, open_prepared, prepare_dataset
+from kernelscale.pipeline.cli import main
+from kernelscale.pipeline.data import DataError, open_prepared, prepare_dataset
 
 SPEC = {"task": "binary",
         "generator": {"name": "classification", "n_samples": 6000, "n_features": 4,
@@ -132,7 +132,7 @@ def test_meta_without_checksums_or_unreadable_is_one_line(prepared, tmp_path, ca
 def test_the_cli_run_as_a_job_exits_non_zero(prepared, tmp_path):
     """What the train rule runs: exit status 1 and the one line (Snakemake then stops with it)."""
     _chunk(prepared, "y_train", 0).unlink()
-    r = subprocess.run([sys.executable, "-m", "kernelscale.cli", "train", "--data", str(prepared),
+    r = subprocess.run([sys.executable, "-m", "kernelscale.pipeline.cli", "train", "--data", str(prepared),
                         "--out", str(tmp_path / "run"), "--algorithm", "rff_sgd",
                         "--spec", json.dumps(TRAIN_SPEC)], capture_output=True, text=True,
                        timeout=120)

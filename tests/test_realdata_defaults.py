@@ -31,8 +31,8 @@ WEAK = {"norma", "kernel_sgd", "rff_sgd", "rff_svrg"}
 
 @pytest.fixture(scope="module")
 def devdata(tmp_path_factory):
-    from kernelscale.data.prepare import prepare_dataset
-    from kernelscale.data.store import open_prepared
+    from kernelscale.pipeline.data.prepare import prepare_dataset
+    from kernelscale.pipeline.data.store import open_prepared
 
     specs = yaml.safe_load((DEVDATA / "devdata.yaml").read_text())["datasets"]
     root = tmp_path_factory.mktemp("devdata")
@@ -91,7 +91,7 @@ def references(devdata):
 
 
 def _cases():
-    from kernelscale.registry import ALGORITHMS
+    from kernelscale.pipeline.registry import ALGORITHMS
 
     cases = []
     for algo, entry in ALGORITHMS.items():
@@ -106,7 +106,7 @@ def _cases():
 
 @pytest.mark.parametrize("algo,dataset", _cases())
 def test_defaults_meet_the_real_data_bound(algo, dataset, devdata, references):
-    from kernelscale.registry import make_estimator
+    from kernelscale.pipeline.registry import make_estimator
 
     task, X, y, Xt, yt = devdata(dataset)
     base, trivial = references(dataset)

@@ -182,7 +182,7 @@ def test_workflow_on_slurm(cluster, tmp_path):
     # the train jobs really went through Slurm
     slurm_logs = list((workdir / ".snakemake" / "slurm_logs").rglob("*.log"))
     assert any("rule_train" in str(p) for p in slurm_logs), slurm_logs
-    from kernelscale.tracking import search_runs
+    from kernelscale.pipeline.tracking import search_runs
 
     runs = search_runs(f"sqlite:///{res}/mlflow.db", "tiny")
     assert len(runs) == 2

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kernelscale import tables, tracking
-from kernelscale.train_run import train
+from kernelscale.pipeline import tables, tracking
+from kernelscale.pipeline.train_run import train
 from test_cli_train import SPEC, make_prepared, standins  # noqa: F401
 
 
@@ -162,7 +162,7 @@ def test_tables_and_plots(runs, tmp_path):
     assert {"toyc: error", "toyc: fit s", "toyc: predict s", "toyc: size MB", "toyr: rmse",
             "toyr: at_baseline"} <= set(wide.columns)
     assert wide["toyc: error"].iloc[0] == pytest.approx(runs_only["value"].iloc[:2].mean())
-    from kernelscale.plots import plot_dataset
+    from kernelscale.pipeline.plots import plot_dataset
 
     plot_dataset(dirs[:2], "toyc", tmp_path / "m.png", tmp_path / "o.png")
     plot_dataset(dirs[2:], "toyr", tmp_path / "m2.png", tmp_path / "o2.png")
@@ -171,7 +171,7 @@ def test_tables_and_plots(runs, tmp_path):
 
 
 def test_cli_tracking_commands(runs, tmp_path, capsys):
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     root, dirs = runs
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -188,7 +188,7 @@ def test_cli_tracking_commands(runs, tmp_path, capsys):
 
 def test_tables_follow_the_config(runs, tmp_path):
     """Runs the import job did not list (other configs' runs) stay in MLflow, out of the table."""
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     root, dirs = runs
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -211,7 +211,7 @@ def test_at_baseline_flag_and_warning(tmp_path, capsys):
     log and marked in the tables; a model that learns is not."""
     import numpy as np
 
-    from kernelscale.train_run import at_baseline, trivial_baseline
+    from kernelscale.pipeline.train_run import at_baseline, trivial_baseline
 
     b = trivial_baseline("binary", np.array([0, 1, 1, 1]), np.array([1, 1, 0, 1]))
     assert b["baseline_value"] == pytest.approx(0.25) and "majority class (1)" in b["baseline"]
@@ -219,7 +219,7 @@ def test_at_baseline_flag_and_warning(tmp_path, capsys):
     assert r["baseline_value"] == pytest.approx(np.sqrt((0 + 4) / 2))
     assert at_baseline(0.25, 0.25) and at_baseline(0.249, 0.25) and not at_baseline(0.2, 0.25)
 
-    from kernelscale import registry
+    from kernelscale.pipeline import registry
 
     data = make_prepared(tmp_path / "data", "toyb", "binary")
     # scikit-learn's DummyClassifier predicts the training labels' majority class: exactly the
@@ -300,8 +300,8 @@ def test_best_exact_kernel_row(tmp_path):
 def test_plot_colours_fixed_and_objectives_grouped(tmp_path):
     """One colour per algorithm name whatever the figure; objectives share a panel only when
     they are the same function (same estimator class, loss, regulariser, kernel ...)."""
-    from kernelscale import registry
-    from kernelscale.plots import algorithm_color, objective_signature
+    from kernelscale.pipeline import registry
+    from kernelscale.pipeline.plots import algorithm_color, objective_signature
 
     names = list(registry.ALGORITHMS)
     assert len({algorithm_color(n) for n in names}) == len(names)  # all distinct

@@ -1,4 +1,4 @@
-"""kernelscale.pipeline: the config checks and the run list the Snakefile uses."""
+"""kernelscale.pipeline.plan: the config checks and the run list the Snakefile uses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from kernelscale import pipeline, registry
+from kernelscale.pipeline import plan, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,33 +26,33 @@ BASE = {
 
 
 def test_runs_are_the_union_without_duplicates():
-    assert pipeline.runs(BASE) == [("a", "dsg", 0), ("a", "dsg", 1), ("r", "dsg", 0),
+    assert plan.runs(BASE) == [("a", "dsg", 0), ("a", "dsg", 1), ("r", "dsg", 0),
                                    ("r", "dsg", 1), ("a", "big", 1)]
-    assert pipeline.run_datasets(BASE) == ["a", "r"]
-    assert pipeline.final_files(BASE, "r") == ["results/runs/r/dsg/seed0/final.json",
+    assert plan.run_datasets(BASE) == ["a", "r"]
+    assert plan.final_files(BASE, "r") == ["results/runs/r/dsg/seed0/final.json",
                                                 "results/runs/r/dsg/seed1/final.json"]
 
 
 def test_specs_and_resources():
-    spec = json.loads(pipeline.algorithm_spec_json(BASE, "dsg"))
+    spec = json.loads(plan.algorithm_spec_json(BASE, "dsg"))
     assert spec == {"estimator": "dsg", "params": {"n_iter": 5}, "device": "cpu", "segments": 10,
                     "step_test_rows": 10000}
-    assert pipeline.train_resources(BASE, "dsg") == {"threads": 1, "mem_mb": 2000,
+    assert plan.train_resources(BASE, "dsg") == {"threads": 1, "mem_mb": 2000,
                                                      "runtime": 60, "gpu": 0}
-    res = pipeline.train_resources({**BASE, "resources": {"train": {"runtime": 5}}}, "big")
+    res = plan.train_resources({**BASE, "resources": {"train": {"runtime": 5}}}, "big")
     assert res == {"threads": 4, "mem_mb": 9000, "runtime": 5, "gpu": 1}
-    assert pipeline.conda_env(BASE, "big", "/w").endswith("envs/gpu.yaml")
-    assert pipeline.tracking({}) == {"uri": "sqlite:///results/mlflow.db",
+    assert plan.conda_env(BASE, "big", "/w").endswith("envs/gpu.yaml")
+    assert plan.tracking({}) == {"uri": "sqlite:///results/mlflow.db",
                                      "experiment": "kernelscale"}
 
 
 def test_semantic_errors_name_the_key():
-    assert pipeline.semantic_errors(BASE) == []
+    assert plan.semantic_errors(BASE) == []
     c = copy.deepcopy(BASE)
     c["experiments"][0]["datasets"].append("zz")
     c["experiments"][1]["algorithms"].append("yy")
     c["algorithms"]["dsg"]["estimator"] = "nope"
-    errs = pipeline.semantic_errors(c)
+    errs = plan.semantic_errors(c)
     assert all("\n" not in e for e in errs)
     assert any(e.startswith("config.yaml: experiments.0.datasets: unknown dataset 'zz'")
                for e in errs)
@@ -60,8 +60,8 @@ def test_semantic_errors_name_the_key():
                for e in errs)
     assert any(e.startswith("config.yaml: algorithms.dsg.estimator: unknown estimator 'nope'")
                for e in errs)
-    with pytest.raises(pipeline.ConfigError):
-        pipeline.check(c)
+    with pytest.raises(plan.ConfigError):
+        plan.check(c)
 
 
 def test_schema_error_line():
@@ -71,25 +71,25 @@ def test_schema_error_line():
     bad["algorithms"]["dsg"]["device"] = "tpu"
     with pytest.raises(jsonschema.ValidationError) as e:
         jsonschema.validate(bad, schema)
-    line = pipeline.schema_error_line(RuntimeError("wrapped", e.value))
+    line = plan.schema_error_line(RuntimeError("wrapped", e.value))
     assert line.startswith("config.yaml: algorithms.dsg.device: 'tpu' is not one of")
     assert "\n" not in line
 
 
 def test_shipped_config_is_valid_and_runs_every_registered_algorithm(capsys):
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     assert main(["check-config", str(ROOT / "config.yaml"), "--schema",
                  str(ROOT / "workflow/schemas/config.schema.yaml")]) == 0
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    used = {config["algorithms"][a]["estimator"] for _, a, _ in pipeline.runs(config)}
+    used = {config["algorithms"][a]["estimator"] for _, a, _ in plan.runs(config)}
     shipped = {n for n in registry.ALGORITHMS if n not in ("standin", "oneshot")}  # test stand-ins
     assert shipped <= used, f"registered but not in the default experiment: {shipped - used}"
-    assert len(pipeline.run_datasets(config)) >= 3
+    assert len(plan.run_datasets(config)) >= 3
 
 
 def test_check_config_cli_reports_one_line(tmp_path, capsys):
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     c = copy.deepcopy(BASE)
     c["experiments"][0]["seeds"] = ["x"]
@@ -101,7 +101,7 @@ def test_check_config_cli_reports_one_line(tmp_path, capsys):
 
 
 def test_check_config_merges_files_and_names_the_one_with_the_mistake(tmp_path, capsys):
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     schema = str(ROOT / "workflow/schemas/config.schema.yaml")
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
@@ -113,18 +113,18 @@ def test_check_config_merges_files_and_names_the_one_with_the_mistake(tmp_path, 
     b.write_text(yaml.safe_dump({"algorithms": {"dsg": {"device": "cpu"}}}))
     assert main(["check-config", str(a), str(b), "--schema", schema]) == 0
     assert capsys.readouterr().out.strip() == f"{a} + {b}: ok"
-    pipeline.set_config_files([])
+    plan.set_config_files([])
 
 
 def test_bench_target_passes_the_config_to_the_harness(tmp_path):
     import subprocess
     import sys
 
-    assert pipeline.bench_args({}) == ""
-    assert pipeline.bench_args({"bench": {"sections": ["blocks", "memory"], "quick": True,
+    assert plan.bench_args({}) == ""
+    assert plan.bench_args({"bench": {"sections": ["blocks", "memory"], "quick": True,
                                           "huge": False, "n_train": 20000}}) == \
         "--sections blocks memory --n-train 20000 --quick"
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     bad = tmp_path / "c.yaml"
@@ -151,19 +151,19 @@ def test_unused_catalogue_datasets_may_have_todo_checksums():
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     papers = yaml.safe_load((ROOT / "config" / "papers.yaml").read_text())
     update_config(config, papers)
-    pipeline.set_config_files(["config.yaml"], ["config.yaml", "config/papers.yaml"])
+    plan.set_config_files(["config.yaml"], ["config.yaml", "config/papers.yaml"])
     try:
-        assert pipeline.semantic_errors(config) == []
+        assert plan.semantic_errors(config) == []
         todo = next(n for n, s in papers["datasets"].items()
                     if "TODO" in str(s.get("sha256", "")))
         config["experiments"].append({"datasets": [todo], "algorithms": ["dsg"], "seeds": [0]})
-        errors = pipeline.semantic_errors(config)
+        errors = plan.semantic_errors(config)
         assert errors == [f"config/papers.yaml: datasets.{todo}.sha256: checksum not filled in "
                           "yet (TODO-verify-on-first-download); get the file from a trusted "
                           "source and put its sha256 here (`sha256sum FILE`, or `kernelscale "
                           "checksum URL` to download and hash it)"]
     finally:
-        pipeline.set_config_files([])
+        plan.set_config_files([])
 
 
 def test_errors_name_the_config_file_holding_the_key(tmp_path):
@@ -171,20 +171,20 @@ def test_errors_name_the_config_file_holding_the_key(tmp_path):
     (tmp_path / "b.yaml").write_text(yaml.safe_dump(
         {"algorithms": {"dsg": {"estimator": "nope"}}}))
     a, b = str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")
-    pipeline.set_config_files([a], [a, b])
+    plan.set_config_files([a], [a, b])
     try:
         config = copy.deepcopy(BASE)
         config["algorithms"]["dsg"]["estimator"] = "nope"  # as Snakemake merges b over a
-        errors = pipeline.semantic_errors(config)
+        errors = plan.semantic_errors(config)
         assert len(errors) == 1 and errors[0].startswith(
             f"{b}: algorithms.dsg.estimator: unknown estimator 'nope'")
-        assert pipeline.config_file_of(("experiments", 0, "datasets")) == a
+        assert plan.config_file_of(("experiments", 0, "datasets")) == a
         # the Snakefile's own config.yaml loses to --configfile files holding the same key
-        pipeline.set_config_files([a, b], [b])
-        assert pipeline.config_file_of(("algorithms", "dsg")) == b
+        plan.set_config_files([a, b], [b])
+        assert plan.config_file_of(("algorithms", "dsg")) == b
     finally:
-        pipeline.set_config_files([])
-    assert pipeline.config_file_of(("algorithms",)) == "config.yaml"
+        plan.set_config_files([])
+    assert plan.config_file_of(("algorithms",)) == "config.yaml"
 
 
 def test_failed_job_lines(tmp_path):
@@ -200,12 +200,12 @@ Error in rule train:
     output: results/runs/x/dsg/seed0/final.json
     log: {log} (check log file(s) for error details)
     shell:
-        python -m kernelscale.cli train --spec '{{"a": 1}}' > {log} 2>&1
+        python -m kernelscale.pipeline.cli train --spec '{{"a": 1}}' > {log} 2>&1
 """)
-    assert pipeline.failed_job_lines([smk_log]) == [
+    assert plan.failed_job_lines([smk_log]) == [
         "failed: rule train (x/dsg; config algorithms.dsg in config.yaml): kernelscale train: "
         f"error: ValueError: bad thing [log: {log}]"]
-    assert pipeline.failed_job_lines(tmp_path / "missing.log") == []
+    assert plan.failed_job_lines(tmp_path / "missing.log") == []
 
 
 @pytest.mark.parametrize("paper", ["dsg", "rb", "eigenpro"])
@@ -213,7 +213,7 @@ def test_paper_experiment_files_validate(paper, capsys):
     """config/papers/<paper>.yaml merged over config.yaml and config/papers.yaml passes the
     schema and the name checks; the only problems left are the TODO checksums of the datasets it
     names, each one line naming config/papers.yaml."""
-    from kernelscale.cli import main
+    from kernelscale.pipeline.cli import main
 
     files = ["config.yaml", "config/papers.yaml", f"config/papers/{paper}.yaml"]
     schema = str(ROOT / "workflow/schemas/config.schema.yaml")

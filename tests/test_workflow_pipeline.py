@@ -102,7 +102,7 @@ def test_lint_is_clean():
 
 def test_default_config_dry_run():
     """The shipped config.yaml validates and plans every (dataset, algorithm, seed)."""
-    import kernelscale.pipeline as pipeline
+    import kernelscale.pipeline.plan as pipeline
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     runs = pipeline.runs(config)
@@ -160,7 +160,7 @@ def test_end_to_end(finished):
         assert (run / f).is_file()
     assert len(pd.read_csv(run / "metrics.csv")) == 3
     assert (res / "logs" / "train" / "tiny_clf" / "standin" / "seed1.log").stat().st_size > 0
-    from kernelscale.tracking import search_runs
+    from kernelscale.pipeline.tracking import search_runs
 
     runs = search_runs(f"sqlite:///{res}/mlflow.db", "tiny")
     assert len(runs) == N_RUNS
@@ -178,12 +178,12 @@ def test_second_run_does_no_training(finished):
     assert {p: p.stat().st_mtime_ns for p in logs} == before
     # importing again does not duplicate MLflow runs
     finals = sorted(str(p) for p in (workdir / "results" / "runs").rglob("final.json"))
-    c = subprocess.run([sys.executable, "-m", "kernelscale.cli", "track", "--uri",
+    c = subprocess.run([sys.executable, "-m", "kernelscale.pipeline.cli", "track", "--uri",
                         "sqlite:///results/mlflow.db", "--experiment", "tiny", *finals],
                        cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert c.returncode == 0, c.stderr
     assert "'unchanged': 5" in c.stdout
-    from kernelscale.tracking import search_runs
+    from kernelscale.pipeline.tracking import search_runs
 
     assert len(search_runs(f"sqlite:///{workdir}/results/mlflow.db", "tiny")) == N_RUNS
 
@@ -275,7 +275,7 @@ def _wait_for_segment(proc, run: Path, segment: int, timeout=240) -> None:
 
 
 def _train_pids(workdir: Path) -> list[int]:
-    """The `kernelscale.cli train` python processes working in ``workdir``."""
+    """The `kernelscale.pipeline.cli train` python processes working in ``workdir``."""
     pids = []
     for p in Path("/proc").iterdir():
         if not p.name.isdigit():
@@ -285,7 +285,7 @@ def _train_pids(workdir: Path) -> list[int]:
             cwd = Path(os.readlink(p / "cwd")).resolve()
         except OSError:
             continue
-        if cwd == workdir.resolve() and b"kernelscale.cli" in argv and b"train" in argv \
+        if cwd == workdir.resolve() and b"kernelscale.pipeline.cli" in argv and b"train" in argv \
                 and Path(argv[0].decode()).name.startswith("python"):
             pids.append(int(p.name))
     return pids

@@ -119,7 +119,7 @@ SCHEDULER_ENV, WORKERS_ENV = "KERNELSCALE_DASK_SCHEDULER", "KERNELSCALE_DASK_WOR
 def environment(setting: dict | None) -> dict[str, str | None]:
     """Environment for jobs from the config's ``dask`` section (None: unset the variable).
 
-    The pipeline passes the setting to ``kernelscale.cli train/prepare`` through the environment
+    The pipeline passes the setting to ``kernelscale.pipeline.cli train/prepare`` through the environment
     (their ``--dask-*`` defaults) rather than the command line: results do not depend on it, so
     changing it must not make Snakemake re-run finished jobs, as a changed ``params`` would.
     """

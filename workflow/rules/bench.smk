@@ -8,12 +8,12 @@ rule bench:
     output:
         "results/bench/bench.md",
     params:
-        args=pipeline.bench_args(config),
+        args=plan.bench_args(config),
         uri=TRACKING["uri"],
         script=f"{workflow.basedir}/benchmarks/harness.py",
     log:
         "results/logs/bench.log",
-    threads: pipeline.bench_threads(config)
+    threads: plan.bench_threads(config)
     conda:
         "../../envs/cpu.yaml"
     shell:

@@ -4,7 +4,7 @@
 # compute nodes often have no internet access.
 from pathlib import Path
 
-from kernelscale.data import rule_helpers as data_rules
+from kernelscale.pipeline.data import rule_helpers as data_rules
 
 DOWNLOAD_CACHE = str(data_rules.cache_dir())
 
@@ -31,6 +31,6 @@ rule download:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "python -m kernelscale.cli download --dataset {wildcards.dataset:q}"
+        "python -m kernelscale.pipeline.cli download --dataset {wildcards.dataset:q}"
         " --spec-json {params.spec:q} --cache-dir {params.cache:q} --file {wildcards.filename:q}"
         " > {log} 2>&1"

@@ -5,7 +5,7 @@
 # trigger).
 from pathlib import Path
 
-from kernelscale.data import rule_helpers as data_rules
+from kernelscale.pipeline.data import rule_helpers as data_rules
 
 DOWNLOAD_CACHE = str(data_rules.cache_dir())
 
@@ -31,7 +31,7 @@ rule prepare:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "python -m kernelscale.cli prepare --dataset {wildcards.dataset:q}"
+        "python -m kernelscale.pipeline.cli prepare --dataset {wildcards.dataset:q}"
         " --spec-json {params.spec:q} --cache-dir {params.cache:q} --out {params.out:q}"
         " --threads {threads}"
         " > {log} 2>&1"

@@ -31,14 +31,14 @@ rule tables:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "python -m kernelscale.cli tables --uri {params.uri:q} --experiment {params.experiment:q}"
+        "python -m kernelscale.pipeline.cli tables --uri {params.uri:q} --experiment {params.experiment:q}"
         " --runs-from {input} --csv {output.csv} --md {output.md} --wide-csv {output.wide}"
         " > {log} 2>&1"
 
 
 rule plots:
     input:
-        lambda wc: pipeline.final_files(config, wc.dataset),
+        lambda wc: plan.final_files(config, wc.dataset),
     output:
         metric=report(
             "results/plots/{dataset}/metric_vs_time.png",
@@ -57,5 +57,5 @@ rule plots:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "python -m kernelscale.cli plots --dataset {wildcards.dataset} --metric-png {output.metric}"
+        "python -m kernelscale.pipeline.cli plots --dataset {wildcards.dataset} --metric-png {output.metric}"
         " --objective-png {output.objective} {input} > {log} 2>&1"

@@ -19,14 +19,14 @@ rule tracking_init:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "python -m kernelscale.cli tracking-init --uri {params.uri:q} --experiment {params.experiment:q}"
+        "python -m kernelscale.pipeline.cli tracking-init --uri {params.uri:q} --experiment {params.experiment:q}"
         " --out {output} > {log} 2>&1"
 
 
 rule tracking_import:
     input:
         store="results/tracking/store.json",
-        finals=pipeline.final_files(config),
+        finals=plan.final_files(config),
     output:
         "results/tracking/imported.json",
     params:
@@ -37,5 +37,5 @@ rule tracking_import:
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "python -m kernelscale.cli track --uri {params.uri:q} --experiment {params.experiment:q}"
+        "python -m kernelscale.pipeline.cli track --uri {params.uri:q} --experiment {params.experiment:q}"
         " --parent --out {output} {input.finals} > {log} 2>&1"

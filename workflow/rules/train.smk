@@ -14,17 +14,17 @@ rule train:
     params:
         data=lambda wc, input: str(Path(input.meta).parent),
         run_dir=lambda wc, output: str(Path(output.final).parent),
-        spec=lambda wc: pipeline.algorithm_spec_json(config, wc.algorithm),
+        spec=lambda wc: plan.algorithm_spec_json(config, wc.algorithm),
     log:
         "results/logs/train/{dataset}/{algorithm}/seed{seed}.log",
-    threads: lambda wc: pipeline.train_resources(config, wc.algorithm)["threads"]
+    threads: lambda wc: plan.train_resources(config, wc.algorithm)["threads"]
     resources:
-        mem_mb=lambda wc: pipeline.train_resources(config, wc.algorithm)["mem_mb"],
-        runtime=lambda wc: pipeline.train_resources(config, wc.algorithm)["runtime"],
-        gpu=lambda wc: pipeline.train_resources(config, wc.algorithm)["gpu"],
+        mem_mb=lambda wc: plan.train_resources(config, wc.algorithm)["mem_mb"],
+        runtime=lambda wc: plan.train_resources(config, wc.algorithm)["runtime"],
+        gpu=lambda wc: plan.train_resources(config, wc.algorithm)["gpu"],
     conda:
-        lambda wc: pipeline.conda_env(config, wc.algorithm, workflow.basedir)
+        lambda wc: plan.conda_env(config, wc.algorithm, workflow.basedir)
     shell:
-        "python -m kernelscale.cli train --data {params.data} --out {params.run_dir}"
+        "python -m kernelscale.pipeline.cli train --data {params.data} --out {params.run_dir}"
         " --algorithm {wildcards.algorithm} --seed {wildcards.seed} --spec {params.spec:q}"
         " --threads {threads} > {log} 2>&1"

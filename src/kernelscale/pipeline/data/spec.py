@@ -20,7 +20,7 @@ from typing import Any
 
 from .errors import DataError
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "datasets.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[4] / "workflow" / "schemas" / "datasets.schema.yaml"
 
 SOURCE_KINDS = ("url", "path", "sklearn", "generator")
 TODO_SHA256 = "TODO-verify-on-first-download"

@@ -1,4 +1,4 @@
-"""Pieces the pipeline's command lines share (kernelscale.cli and kernelscale.data.cli): the
+"""Pieces the pipeline's command lines share (kernelscale.pipeline.cli and kernelscale.pipeline.data.cli): the
 one-line user error, YAML loading with file:line:column, and argparse helpers. Its own module so
 that the two CLIs and the config checks import it instead of each other."""
 
@@ -60,7 +60,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
     """--dask-scheduler / --dask-workers (config ``dask:``), shared by train and prepare."""
-    from .distributed import SCHEDULER_ENV, WORKERS_ENV
+    from ..distributed import SCHEDULER_ENV, WORKERS_ENV
 
     workers = os.environ.get(WORKERS_ENV)
     parser.add_argument("--dask-scheduler", default=os.environ.get(SCHEDULER_ENV) or None,

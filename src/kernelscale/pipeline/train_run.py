@@ -39,8 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
-from .distributed import client_from_setting, use_client
+from .. import __version__
+from ..distributed import client_from_setting, use_client
 from .evaluate import evaluate, primary_metric
 
 CHECKPOINT = "checkpoint.pkl"
@@ -58,7 +58,7 @@ def open_prepared(data_dir: str | Path):
         _open = None
     if _open is not None:
         return _open(data_dir)
-    import zarr  # fallback while kernelscale.data is absent: the documented layout
+    import zarr  # fallback while kernelscale.pipeline.data is absent: the documented layout
 
     meta = json.loads((data_dir / "meta.json").read_text())
     return meta, zarr.open_group(str(data_dir / "data.zarr"), mode="r")
@@ -242,7 +242,7 @@ def build_estimator(spec: dict, task: str, seed: int):
     if updates:
         est.set_params(**updates)
     if "device" in names:
-        from .backend import resolve_device
+        from ..backend import resolve_device
 
         resolved = resolve_device(device)
     else:

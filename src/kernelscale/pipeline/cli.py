@@ -1,6 +1,6 @@
 """``kernelscale`` command line: the commands the Snakemake rules call.
 
-    kernelscale download / prepare ...   data stage (kernelscale.data.cli)
+    kernelscale download / prepare ...   data stage (kernelscale.pipeline.data.cli)
     kernelscale train ...                one run folder (resumes from its checkpoint)
     kernelscale tracking-init ...        create the MLflow store once
     kernelscale track ...                import run folders into MLflow (idempotent)
@@ -73,7 +73,7 @@ def _cmd_train(a) -> None:
     if a.threads:
         from threadpoolctl import threadpool_limits
 
-        from .parallel import set_threads
+        from ..parallel import set_threads
 
         threadpool_limits(a.threads)
         set_threads(a.threads)  # element-wise passes (cos, exp) follow BLAS
@@ -236,7 +236,7 @@ def _cmd_check_config(a) -> None:
     # several files are merged as `snakemake --configfile A B` merges them; errors name the file
     from snakemake.utils import update_config
 
-    from .pipeline import check, schema_error_line, set_config_files
+    from .plan import check, schema_error_line, set_config_files
 
     config = {}
     for f in a.configfile:
@@ -333,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
         _missing = str(e)
 
         def _no_data(a):
-            raise RuntimeError(f"the data stage is not installed (kernelscale.data.cli: {_missing})")
+            raise RuntimeError(f"the data stage is not installed (kernelscale.pipeline.data.cli: {_missing})")
 
         for name in ("download", "prepare"):
             s = sub.add_parser(name, help="(data stage missing)")
@@ -346,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def error_line(e: BaseException) -> str:
     """The problem in ``e`` as one line in the user's words, without Python's class names."""
-    from .pipeline import ConfigError
+    from .plan import ConfigError
 
     if isinstance(e, ConfigError):
         return str(e)  # already one line per problem, each naming its key
@@ -379,7 +379,7 @@ def main(argv=None) -> int:
         if os.environ.get("KERNELSCALE_TRACEBACK"):
             raise
         lines = error_line(e).splitlines() or [""]
-        from .pipeline import ConfigError
+        from .plan import ConfigError
 
         if isinstance(e, ConfigError):  # one line per problem
             print("\n".join(lines), file=sys.stderr)

@@ -10,7 +10,7 @@ import logging
 import sys
 import time
 
-log = logging.getLogger("kernelscale.data")
+log = logging.getLogger("kernelscale.pipeline.data")
 
 
 def on_terminal() -> bool:

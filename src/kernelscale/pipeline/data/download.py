@@ -32,7 +32,7 @@ from .errors import DataError
 from .progress import progress
 from .spec import FILE_ROLES
 
-log = logging.getLogger("kernelscale.data")
+log = logging.getLogger("kernelscale.pipeline.data")
 
 DEFAULT_CACHE = "results/downloads"
 CACHE_ENV = "KERNELSCALE_CACHE"

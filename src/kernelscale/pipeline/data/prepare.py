@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
-from ..distributed import client_from_setting, current_client, n_threads, use_client
+from ... import __version__
+from ...distributed import client_from_setting, current_client, n_threads, use_client
 from .errors import DataError
 from .labels import LabelCheck, check_finite
 from .progress import progress
@@ -45,7 +45,7 @@ from .store import (
     write_json_atomic,
 )
 
-log = logging.getLogger("kernelscale.data")
+log = logging.getLogger("kernelscale.pipeline.data")
 
 # Values per read block (16 MiB of float32); blocks get fewer rows when rows are wide.
 READ_BLOCK_VALUES = 1 << 22

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..rng import block_generator
+from ...rng import block_generator
 from .readers import Block
 
 GENERATOR_BLOCK_ROWS = 8192

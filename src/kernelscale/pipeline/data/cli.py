@@ -1,7 +1,7 @@
 """``kernelscale download`` and ``kernelscale prepare``: the commands the Snakemake rules call.
 
-The main CLI (``kernelscale.cli``) adds them with :func:`register`; ``python -m
-kernelscale.data.cli`` runs them on their own. The dataset entry comes from ``--config
+The main CLI (``kernelscale.pipeline.cli``) adds them with :func:`register`; ``python -m
+kernelscale.pipeline.data.cli`` runs them on their own. The dataset entry comes from ``--config
 config.yaml --dataset NAME`` or, as the rules pass it (so ``snakemake --config`` overrides
 count), from ``--spec-json '{...}' --dataset NAME``. Errors print one line and exit with 1.
 """
@@ -15,7 +15,7 @@ import sys
 
 from .errors import DataError
 
-log = logging.getLogger("kernelscale.data")
+log = logging.getLogger("kernelscale.pipeline.data")
 
 
 def _add_spec_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +75,7 @@ def _setup_logging() -> None:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(message)s")
-    logging.getLogger("kernelscale.data").setLevel(logging.INFO)
+    logging.getLogger("kernelscale.pipeline.data").setLevel(logging.INFO)
 
 
 def _one_line_errors(command):

@@ -246,7 +246,7 @@ def final_files(config: dict, dataset: str | None = None) -> list[str]:
 
 
 def job_environment(python: str, src, dask: dict | None = None) -> None:
-    """Make the rules' ``python -m kernelscale.cli`` resolve to this interpreter (its bin/ first on
+    """Make the rules' ``python -m kernelscale.pipeline.cli`` resolve to this interpreter (its bin/ first on
     PATH) and this checkout (``src`` first on PYTHONPATH); jobs, Slurm jobs included (sbatch exports
     the environment), inherit both. Under ``--sdm conda`` the activated environment's python comes
     first and still finds the package through PYTHONPATH. The config's ``dask`` section travels
@@ -254,7 +254,7 @@ def job_environment(python: str, src, dask: dict | None = None) -> None:
     import os
     from pathlib import Path
 
-    from .distributed import environment
+    from ..distributed import environment
 
     for key, value in environment(dask).items():
         if value is None:
