@@ -4,7 +4,7 @@
         --batch-size 4096 --block-size 256 --n-iter 20 --input dask
 
 writes a float32 dataset (uncompressed, chunk by chunk) unless it exists, then fits
-``DSGClassifier(memory_budget=...)`` in a fresh process and prints its peak RSS over the
+``DSGClassifier(engine={"memory_budget": ...})`` in a fresh process and prints its peak RSS over the
 interpreter's baseline (after a warm-up fit, so lazy imports do not count). Labels are loaded
 into memory (outside the budget by design). Not a test: ``tests/test_scale_dask.py`` is.
 """
@@ -35,7 +35,8 @@ X = da.from_zarr(path, component="X") if kind == "dask" else open_zarr(path, "X"
 y = zarr.open_array(path + "/y", mode="r")[:]
 t = time.perf_counter()
 est = DSGClassifier(n_iter=int(n_iter), batch_size=int(batch), block_size=int(block),
-                    dtype="float32", random_state=0, memory_budget=float(budget)).fit(X, y)
+                    random_state=0,
+                    engine={"dtype": "float32", "memory_budget": float(budget)}).fit(X, y)
 print(json.dumps({"over_baseline_mib": (peak_rss_bytes() - base) / 2**20,
                   "fit_s": time.perf_counter() - t, "window_rows": est.window_rows_,
                   "y_mib": y.nbytes / 2**20}))

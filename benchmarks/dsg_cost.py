@@ -37,7 +37,7 @@ def matmul_rate(xp, n: int = 2048, repeats: int = 5) -> float:
 
 def run(variant, X, y, args, device):
     clf = DSGClassifier(variant=variant, n_iter=args.n_iter, batch_size=args.batch,
-                        block_size=args.block, dtype="float32", device=device, random_state=0,
+                        block_size=args.block, engine={"dtype": "float32", "device": device}, random_state=0,
                         bandwidth="median")
     clf.fit(X, y)
     h = clf.history_

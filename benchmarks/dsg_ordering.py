@@ -74,7 +74,7 @@ def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
     for seg in range(segments):
         for v in VARIANTS:
             if v not in ests:
-                est = make_estimator(v, task, random_state=0, device="cpu")
+                est = make_estimator(v, task, random_state=0, engine={"device": "cpu"})
                 est.set_params(warm_start=True)
                 ests[v], clock[v] = est, 0.0
                 if total is None:

@@ -43,8 +43,8 @@ def digits(seed: int = 0):
 
 def run(name, Xtr, ytr, Xte, yte, bandwidth, args):
     onehot = np.eye(len(np.unique(ytr)))[np.searchsorted(np.unique(ytr), ytr)]
-    krr = ExactKRRRegressor(alpha=args.alpha, bandwidth=bandwidth, random_state=0,
-                            device="cpu").fit(Xtr, onehot)
+    krr = ExactKRRRegressor(reg=f"{args.alpha}/n", bandwidth=bandwidth, random_state=0,
+                            engine={"device": "cpu"}).fit(Xtr, onehot)
     train_target = float(np.mean((krr.predict(Xtr) - onehot) ** 2))
     test_target = float(np.mean(np.unique(ytr)[krr.predict(Xte).argmax(1)] != yte)) + args.slack
 
@@ -52,7 +52,7 @@ def run(name, Xtr, ytr, Xte, yte, bandwidth, args):
     for label, k in (("EigenPro", args.k), ("SGD", 0)):
         est = EigenProClassifier(bandwidth=bandwidth, n_eigenvectors=k,
                                  subsample_size=min(args.M, len(Xtr)), batch_size=args.batch,
-                                 n_epochs=1, warm_start=True, random_state=0, device="cpu")
+                                 n_iter="1 epochs", warm_start=True, random_state=0, engine={"device": "cpu"})
         hit = {"train": None, "test": None}
         t0 = time.perf_counter()
         setup = None

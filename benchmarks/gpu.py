@@ -138,8 +138,7 @@ def dsg_profile(log=print) -> None:
     rng = np.random.default_rng(0)
     X = rng.standard_normal((50_000, 100)).astype(np.float32)
     y = (np.sin(X[:, :5].sum(axis=1)) > 0).astype(int)
-    clf = DSGClassifier(n_iter=200, batch_size=2048, block_size=512, dtype="float32",
-                        device="gpu", random_state=0, bandwidth="median", warm_start=True)
+    clf = DSGClassifier(n_iter=200, batch_size=2048, block_size=512, engine={"dtype": "float32", "device": "gpu"}, random_state=0, bandwidth="median", warm_start=True)
     clf.fit(X, y)
     cp = _cp()
     Xb = cp.asarray(X[:2048])
@@ -226,17 +225,17 @@ class GpuPeak:
 
 SCALE_ESTIMATORS = {
     # (registry name, parameters): batch sizes the GPU fills; passes bounded by --scale-cap
-    "dsg": ("dsg", dict(batch_size=8192, block_size=1024, bandwidth="median", dtype="float32")),
-    "cdsg": ("cdsg", dict(batch_size=8192, block_size=1024, bandwidth="median", dtype="float32")),
-    "eigenpro_rf": ("eigenpro_rf", dict(n_components=8192, bandwidth="median", dtype="float32")),
+    "dsg": ("dsg", dict(batch_size=8192, block_size=1024, bandwidth="median", engine={"dtype": "float32"})),
+    "cdsg": ("cdsg", dict(batch_size=8192, block_size=1024, bandwidth="median", engine={"dtype": "float32"})),
+    "eigenpro_rf": ("eigenpro_rf", dict(n_components=8192, bandwidth="median", engine={"dtype": "float32"})),
     "rff_sgd": ("rff_sgd", dict(n_components=8192, batch_size=4096, bandwidth="median",
-                                dtype="float32")),
+                                engine={"dtype": "float32"})),
 }
 
 
 def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, log=print):
-    from kernelscale.pipeline import registry
     from kernelscale.io import open_zarr
+    from kernelscale.pipeline import registry
 
     path = Path(workdir) / "scale.zarr"
     t = time.perf_counter()
@@ -249,11 +248,13 @@ def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, l
     rows = []
     for name in names:
         algo, params = SCALE_ESTIMATORS[name]
-        iterative = "n_epochs" not in params and algo in ("dsg", "cdsg", "udsg")
-        est = registry.make_estimator(algo, "classification", device="gpu", random_state=0,
-                                      memory_budget=budget_mb, warm_start=True, **params)
+        iterative = algo in ("dsg", "cdsg", "udsg")
+        params = dict(params)
+        engine = {"device": "gpu", "memory_budget": budget_mb, **params.pop("engine", {})}
+        est = registry.make_estimator(algo, "classification", engine=engine, random_state=0,
+                                      warm_start=True, **params)
         # segments: DSG-family 100 iterations each; the others one epoch each; until cap_s
-        est.set_params(**({"n_iter": 100} if iterative else {"n_epochs": 1}))
+        est.set_params(n_iter=100 if iterative else "1 epochs")
         fit_s, segments, curve = 0.0, 0, []
         with GpuPeak() as peak:
             while fit_s < cap_s:
@@ -275,7 +276,7 @@ def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, l
                          passes=rows_seen / n, test_error=err, bayes_error=bayes,
                          predict_s=pred_s, n_test=n_test,
                          gpu_peak_mib=peak.peak / 2**20, budget_mb=budget_mb,
-                         window_rows=getattr(est, "window_rows_", None),
+                         engine={"window_rows": getattr(est, "window_rows_", None)},
                          curve=json.dumps(curve)))
         log(f"[scale] {name}: {fit_s:.0f} s, {rows_seen / n:.2f} passes, test error "
             f"{100 * err:.2f} % (Bayes {100 * bayes:.2f} %), GPU peak {peak.peak / 2**20:.0f} MiB"

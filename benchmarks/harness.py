@@ -100,20 +100,20 @@ RACE_PARAMS: dict[str, dict] = {
     # DSG family: the settings validated on digits and used by the pipeline (bandwidth, t0);
     # with the defaults (median bandwidth, t0=1) DSG sat at ~15 % error after 20 s here
     **{v: dict(batch_size=512, block_size=256, n_iter=20, bandwidth="median*0.5", t0=1000,
-               dtype="float32") for v in ("dsg", "udsg", "cdsg")},
+               engine={"dtype": "float32"}) for v in ("dsg", "udsg", "cdsg")},
     # kernel EigenPro: each step is a (batch x n) kernel block, so segments of 20 steps, and a
     # smaller subsample than the paper's 4800 (its eigensystem is set-up time at every n)
-    "eigenpro": dict(n_iter=20, subsample_size=2000, n_eigenvectors=100, dtype="float32"),
-    "eigenpro_rf": dict(n_epochs=1, n_components=2000, dtype="float32"),
-    "kernel_sgd": dict(n_iter=20, subsample_size=2000, dtype="float32"),
-    "rb_cg": dict(n_grids=256),
-    "rb_cd": dict(n_grids=256),
-    "rff_sgd": dict(n_epochs=1, n_components=2000, batch_size=256, dtype="float32"),
-    "rff_svrg": dict(n_epochs=1, n_components=2000, batch_size=256, dtype="float32"),
-    "nystrom": dict(n_components=1000, alpha=1e-3),
-    "exact_krr": dict(alpha=1e-3),
-    "pegasos": dict(n_iter=100, lam=1e-5, dtype="float32"),
-    "norma": dict(n_iter=200, batch_size=64, dtype="float32"),
+    "eigenpro": dict(n_iter=20, subsample_size=2000, n_eigenvectors=100, engine={"dtype": "float32"}),
+    "eigenpro_rf": dict(n_iter="1 epochs", n_components=2000, engine={"dtype": "float32"}),
+    "kernel_sgd": dict(n_iter=20, subsample_size=2000, engine={"dtype": "float32"}),
+    "rb_cg": dict(n_components=256),
+    "rb_cd": dict(n_components=256),
+    "rff_sgd": dict(n_iter="1 epochs", n_components=2000, batch_size=256, engine={"dtype": "float32"}),
+    "rff_svrg": dict(n_iter="1 epochs", n_components=2000, batch_size=256, engine={"dtype": "float32"}),
+    "nystrom": dict(n_components=1000, reg="1e-3/n"),
+    "exact_krr": dict(reg="1e-3/n"),
+    "pegasos": dict(n_iter=100, reg=1e-5, engine={"dtype": "float32"}),
+    "norma": dict(n_iter=200, batch_size=64, engine={"dtype": "float32"}),
 }
 # libsvm *is* scikit-learn's SVC (the reference), so it is not raced against itself
 SKIP = {"libsvm": "same as the SVC reference"}
@@ -192,8 +192,8 @@ def _sklearn_entries(sigma, seed, n_train):
 
 
 def time_to_target(s: Settings, log=print) -> list[dict]:
-    from kernelscale.pipeline import registry
     from kernelscale.kernels import median_bandwidth
+    from kernelscale.pipeline import registry
 
     X, y = generated(s.n_train + s.n_test, s.n_features, s.seed)
     Xtr, ytr, Xte, yte = X[: s.n_train], y[: s.n_train], X[s.n_train :], y[s.n_train :]
@@ -305,7 +305,7 @@ def _epoch_cost(name: str, X, y, seed: int) -> tuple[float, str]:
 
     if name == "dsg":
         est = registry.make_estimator("dsg", "classification", batch_size=512, block_size=256,
-                                      n_iter=10, bandwidth=3.0, dtype="float32", warm_start=True,
+                                      n_iter=10, bandwidth=3.0, engine={"dtype": "float32"}, warm_start=True,
                                       random_state=seed)
         est.fit(X, y)  # set-up and the first blocks outside the timing
         t = time.perf_counter()
@@ -313,7 +313,7 @@ def _epoch_cost(name: str, X, y, seed: int) -> tuple[float, str]:
         return (time.perf_counter() - t) / 10, "iteration (11-20)"
     if name in ("rb_cg", "rb_cd"):
         # 32 grids: at n = 1e7 the (n, R) bin hashes and the CSR features take ~8 GB
-        est = registry.make_estimator(name, "classification", n_grids=32, max_iter=10, tol=0.0,
+        est = registry.make_estimator(name, "classification", n_components=32, n_iter=10, tol=0.0,
                                       random_state=seed)
         t = time.perf_counter()
         import warnings
@@ -323,7 +323,7 @@ def _epoch_cost(name: str, X, y, seed: int) -> tuple[float, str]:
             est.fit(X, y)
         return time.perf_counter() - t, ("features + 10 CG passes" if name == "rb_cg"
                                          else "features + 10 CD epochs")
-    params = dict(n_epochs=1, n_components=1000, bandwidth=3.0, dtype="float32", warm_start=True,
+    params = dict(n_iter="1 epochs", n_components=1000, bandwidth=3.0, engine={"dtype": "float32"}, warm_start=True,
                   random_state=seed)
     if name == "eigenpro_rf":
         params.update(batch_size=512, subsample_size=2000, n_eigenvectors=40)
@@ -375,12 +375,13 @@ _CHILD = textwrap.dedent("""
         import zarr
         zarr.config.set({"threading.max_workers": os.cpu_count() + 4})
     X, y = open_zarr(path, "X"), open_zarr(path, "y")
-    params = dict(n_iter=n_iter, batch_size=2000, bandwidth=4.0, dtype="float32", random_state=0)
+    params = dict(n_iter=n_iter, batch_size=2000, bandwidth=4.0, random_state=0,
+                  engine={"dtype": "float32"})
     params.update(dict(block_size=16) if algo == "dsg" else dict(n_components=256))
     window = None
     if mode == "memory":  # the window the budget gives on disk: a 1-step probe fit says it
-        probe = registry.make_estimator(algo, "regression", **{**params, "n_iter": 1},
-                                        memory_budget=budget)
+        probe = registry.make_estimator(algo, "regression", **{
+            **params, "n_iter": 1, "engine": {"dtype": "float32", "memory_budget": budget}})
         window = probe.fit(X, y).window_rows_
         del probe
     # warm-up fit on a few rows: code that fit imports lazily is not part of the run's memory
@@ -389,9 +390,9 @@ _CHILD = textwrap.dedent("""
     base = peak_rss_bytes()
     if mode == "memory":
         X, y = X[:], y[:]  # the whole data set in RAM; same window -> the same batches
-        params["window_rows"] = window
+        params["engine"] = {"dtype": "float32", "window_rows": window}
     else:
-        params["memory_budget"] = budget
+        params["engine"] = {"dtype": "float32", "memory_budget": budget}
     est = registry.make_estimator(algo, "regression", warm_start=True, **{**params, "n_iter": 1})
     t = time.perf_counter()
     est.fit(X, y)  # set-up (y, sample rows, step size) + 1 step: timed apart from streaming
@@ -467,7 +468,7 @@ def peak_memory(s: Settings, log=print) -> list[dict]:
                                      budget_mb=s.budget_mb, data_over_budget=data_mb / s.budget_mb,
                                      y_mb=y_mb, peak_over_baseline_mb=used,
                                      over_budget_plus_y_mb=used - y_mb - s.budget_mb,
-                                     window_rows=r["window_rows"], setup_s=r["setup_s"],
+                                     engine={"window_rows": r["window_rows"]}, setup_s=r["setup_s"],
                                      rows_per_s=r["rows_per_s"],
                                      throughput_vs_memory=r["rows_per_s"]
                                      / recs["memory"]["rows_per_s"]))

@@ -76,7 +76,7 @@ def main(argv=None):
         Est = RBRegressor if task == "regression" else RBClassifier
         for R in args.grids:
             t0 = time.perf_counter()
-            est = Est(bandwidth=sigma, n_grids=R, reg=args.reg, tol=args.tol,
+            est = Est(bandwidth=sigma, n_components=R, reg=args.reg, tol=args.tol,
                       random_state=args.seed).fit(Xtr, ytr)
             fit_s = time.perf_counter() - t0
             err = test_error(task, yte, est.predict(Xte))

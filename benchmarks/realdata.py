@@ -154,12 +154,12 @@ def make_reference(name: str, task: str, n_rows: int = 0):
     if name == "trivial":
         return DummyRegressor() if task == "regression" else DummyClassifier(strategy="most_frequent")
     if name == "svc_c10_median":
-        return ExactSVMClassifier(C=10.0, bandwidth="median", random_state=0, cache_size=1000)
+        return ExactSVMClassifier(reg="0.1/n", bandwidth="median", random_state=0, cache_size=1000)
     if name == "svc_default":
         return SVC(cache_size=1000)
     if name == "krr_ref":
-        return ExactKRRRegressor(alpha=1.0, bandwidth="median", max_n=10**6, random_state=0,
-                                 device="cpu", dtype=reference_dtype(n_rows))
+        return ExactKRRRegressor(reg="1.0/n", bandwidth="median", max_n=10**6, random_state=0,
+                                 engine={"device": "cpu", "dtype": reference_dtype(n_rows)})
     raise KeyError(name)
 
 
@@ -176,13 +176,11 @@ def _gpu_name() -> str:
 
 
 def make_algorithm(name: str, task: str):
-    from kernelscale.pipeline.registry import make_estimator
-
-    from kernelscale.pipeline.registry import CPU_ONLY
+    from kernelscale.pipeline.registry import CPU_ONLY, make_estimator
 
     # resolved in the forked child: the parent never opens a CUDA context (fork would break it)
     return make_estimator(name, task, random_state=0,
-                          device="cpu" if name in CPU_ONLY else DEVICE)
+                          engine={"device": "cpu" if name in CPU_ONLY else DEVICE})
 
 
 def _fit_and_score(kind, name, task, data):

@@ -10,6 +10,7 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.svm import SVC
 
 from kernelscale.backend import DeviceError, gpu_available
+from kernelscale.engine import engine_context
 from kernelscale.estimators.baselines import (
     ExactKRRClassifier,
     ExactKRRRegressor,
@@ -47,7 +48,7 @@ def test_exact_krr_equals_sklearn_kernel_ridge(kernel, sk_kernel, gamma):
     # alpha maps one to one: both solve (K + alpha I) c = y
     X, y = _regression()
     Xt = np.random.default_rng(5).standard_normal((40, 4))
-    ours = ExactKRRRegressor(alpha=0.3, kernel=kernel, bandwidth=BW, device="cpu").fit(X, y)
+    ours = ExactKRRRegressor(reg="0.3/n", kernel=kernel, bandwidth=BW, engine={"device": "cpu"}).fit(X, y)
     ref = KernelRidge(alpha=0.3, kernel=sk_kernel, gamma=gamma).fit(X, y)
     assert np.allclose(ours.predict(Xt), ref.predict(Xt), rtol=1e-9, atol=1e-10)
 
@@ -55,26 +56,26 @@ def test_exact_krr_equals_sklearn_kernel_ridge(kernel, sk_kernel, gamma):
 def test_exact_krr_refuses_large_n_in_one_line():
     X, y = _regression(60)
     with pytest.raises(ValueError, match="max_n") as e:
-        ExactKRRRegressor(max_n=50, device="cpu").fit(X, y)
+        ExactKRRRegressor(max_n=50, engine={"device": "cpu"}).fit(X, y)
     assert "\n" not in str(e.value) and "EigenPro" in str(e.value)
 
 
 def test_nystrom_with_all_points_equals_exact_krr():
     X, y = _regression()
     Xt = np.random.default_rng(6).standard_normal((40, 4))
-    exact = ExactKRRRegressor(alpha=0.1, bandwidth=BW, device="cpu").fit(X, y)
-    nys = NystromRidgeRegressor(n_components=len(X), alpha=0.1, bandwidth=BW, device="cpu",
-                                random_state=0, chunk_rows=64).fit(X, y)
+    exact = ExactKRRRegressor(reg="0.1/n", bandwidth=BW, engine={"device": "cpu"}).fit(X, y)
+    nys = NystromRidgeRegressor(n_components=len(X), reg="0.1/n", bandwidth=BW, engine={"device": "cpu", "chunk_rows": 64},
+                                random_state=0).fit(X, y)
     assert np.allclose(nys.predict(Xt), exact.predict(Xt), rtol=1e-7, atol=1e-8)
     assert np.allclose(nys.predict(X), exact.predict(X), rtol=1e-7, atol=1e-8)
 
 
 def test_nystrom_classifier_and_krr_classifier_agree_with_all_points():
     X, y = _disc(200)
-    a = ExactKRRClassifier(alpha=0.1, bandwidth=0.5, device="cpu").fit(X, y)
+    a = ExactKRRClassifier(reg="0.1/n", bandwidth=0.5, engine={"device": "cpu"}).fit(X, y)
     from kernelscale.estimators.baselines import NystromRidgeClassifier
 
-    b = NystromRidgeClassifier(n_components=200, alpha=0.1, bandwidth=0.5, device="cpu",
+    b = NystromRidgeClassifier(n_components=200, reg="0.1/n", bandwidth=0.5, engine={"device": "cpu"},
                                random_state=0).fit(X, y)
     assert np.allclose(a.decision_function(X), b.decision_function(X), atol=1e-7)
     assert (a.predict(X) == y).mean() > 0.9
@@ -82,8 +83,8 @@ def test_nystrom_classifier_and_krr_classifier_agree_with_all_points():
 
 def test_rff_svrg_matches_ridge_closed_form():
     X, y = _regression()
-    est = RFFSGDRegressor(solver="svrg", n_components=100, alpha=1e-2, bandwidth=BW, n_epochs=30,
-                          batch_size=10, device="cpu", random_state=0).fit(X, y)
+    est = RFFSGDRegressor(solver="svrg", n_components=100, reg=1e-2, bandwidth=BW, n_iter="30 epochs",
+                          batch_size=10, engine={"device": "cpu"}, random_state=0).fit(X, y)
     Phi = est.solver_.blocks.features(X, 0)
     n, D = Phi.shape
     w = np.linalg.solve(Phi.T @ Phi / n + 1e-2 * np.eye(D), Phi.T @ y / n)
@@ -94,8 +95,8 @@ def test_rff_svrg_matches_ridge_closed_form():
 
 def test_rff_svrg_logistic_matches_lbfgs():
     X, y = _disc()
-    est = RFFSGDClassifier(solver="svrg", loss="logistic", n_components=100, alpha=1e-2,
-                           bandwidth=0.5, n_epochs=40, batch_size=10, device="cpu",
+    est = RFFSGDClassifier(solver="svrg", loss="logistic", n_components=100, reg=1e-2,
+                           bandwidth=0.5, n_iter="40 epochs", batch_size=10, engine={"device": "cpu"},
                            random_state=0).fit(X, y)
     Phi = est.solver_.blocks.features(X, 0)
     s = 2.0 * y - 1
@@ -113,8 +114,8 @@ def test_rff_svrg_logistic_matches_lbfgs():
 
 def test_rff_sgd_gets_close_to_optimum():
     X, y = _regression()
-    est = RFFSGDRegressor(solver="sgd", n_components=100, alpha=1e-2, bandwidth=BW, n_epochs=30,
-                          batch_size=10, device="cpu", random_state=0).fit(X, y)
+    est = RFFSGDRegressor(solver="sgd", n_components=100, reg=1e-2, bandwidth=BW, n_iter="30 epochs",
+                          batch_size=10, engine={"device": "cpu"}, random_state=0).fit(X, y)
     Phi = est.solver_.blocks.features(X, 0)
     n, D = Phi.shape
     w = np.linalg.solve(Phi.T @ Phi / n + 1e-2 * np.eye(D), Phi.T @ y / n)
@@ -124,10 +125,10 @@ def test_rff_sgd_gets_close_to_optimum():
 
 def test_exact_svm_is_libsvm_with_mapped_gamma():
     X, y = _disc(200)
-    ours = ExactSVMClassifier(C=2.0, bandwidth=0.5).fit(X, y)
+    ours = ExactSVMClassifier(reg="0.5/n", bandwidth=0.5).fit(X, y)
     ref = SVC(C=2.0, kernel="rbf", gamma=1 / (2 * 0.5**2)).fit(X, y)
     assert np.allclose(ours.decision_function(X), ref.decision_function(X))
-    lap = ExactSVMClassifier(C=2.0, kernel="laplacian", bandwidth=0.5).fit(X, y)
+    lap = ExactSVMClassifier(reg="0.5/n", kernel="laplacian", bandwidth=0.5).fit(X, y)
     assert (lap.predict(X) == y).mean() > 0.85
     assert np.array_equal(pickle.loads(pickle.dumps(lap)).predict(X), lap.predict(X))
 
@@ -135,8 +136,8 @@ def test_exact_svm_is_libsvm_with_mapped_gamma():
 def test_pegasos_and_norma_classify_the_disc():
     X, y = _disc()
     Xt, yt = _disc(1000, seed=2, noise=0.0)
-    peg = PegasosClassifier(lam=1e-3, bandwidth=0.5, n_epochs=5, device="cpu", random_state=0)
-    nor = NORMAClassifier(lam=1e-2, eta0=0.5, budget=200, bandwidth=0.5, n_epochs=5, device="cpu",
+    peg = PegasosClassifier(reg=1e-3, bandwidth=0.5, n_iter="5 epochs", engine={"device": "cpu"}, random_state=0)
+    nor = NORMAClassifier(reg=1e-2, eta0=0.5, budget=200, bandwidth=0.5, n_iter="5 epochs", engine={"device": "cpu"},
                           random_state=0)
     for est in (peg, nor):
         est.fit(X, y)
@@ -160,7 +161,7 @@ def test_norma_is_stable_on_the_pipeline_binary_problem():
     X = StandardScaler().fit_transform(np.concatenate([b.X for b in blocks]).astype(np.float64))
     y = np.concatenate([b.y for b in blocks])
     Xtr, ytr, Xte, yte = X[:10000], y[:10000], X[10000:], y[10000:]
-    est = NORMAClassifier(budget=500, batch_size=32, n_iter=100, warm_start=True, device="cpu",
+    est = NORMAClassifier(budget=500, batch_size=32, n_iter=100, warm_start=True, engine={"device": "cpu"},
                           random_state=0)
     accs = []
     for _ in range(5):
@@ -174,7 +175,7 @@ def test_norma_regression():
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, (400, 2))
     y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(400)
-    est = NORMARegressor(lam=1e-4, budget=300, bandwidth=0.5, n_epochs=20, device="cpu",
+    est = NORMARegressor(reg=1e-4, budget=300, bandwidth=0.5, n_iter="20 epochs", engine={"device": "cpu"},
                          random_state=0).fit(X, y)
     assert est.score(X, y) > 0.8
 
@@ -187,8 +188,8 @@ def test_norma_regression():
 ])
 def test_warm_start_segments_equal_one_run(make):
     X, y = _disc(200)
-    one = make(n_iter=30, batch_size=16, device="cpu", random_state=4).fit(X, y)
-    seg = make(n_iter=10, batch_size=16, device="cpu", random_state=4, warm_start=True)
+    one = make(n_iter=30, batch_size=16, engine={"device": "cpu"}, random_state=4).fit(X, y)
+    seg = make(n_iter=10, batch_size=16, engine={"device": "cpu"}, random_state=4, warm_start=True)
     for _ in range(3):
         seg.fit(X, y)
     assert seg.n_iter_ == 30 and len(seg.history_["objective"]) == 30
@@ -196,10 +197,10 @@ def test_warm_start_segments_equal_one_run(make):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: RFFSGDRegressor(n_components=50, n_epochs=2, device="cpu", random_state=9),
-    lambda: NystromRidgeRegressor(n_components=30, device="cpu", random_state=9),
-    lambda: ExactKRRRegressor(device="cpu", random_state=9),
-    lambda: NORMARegressor(budget=30, n_epochs=2, device="cpu", random_state=9),
+    lambda: RFFSGDRegressor(n_components=50, n_iter="2 epochs", engine={"device": "cpu"}, random_state=9),
+    lambda: NystromRidgeRegressor(n_components=30, engine={"device": "cpu"}, random_state=9),
+    lambda: ExactKRRRegressor(engine={"device": "cpu"}, random_state=9),
+    lambda: NORMARegressor(budget=30, n_iter="2 epochs", engine={"device": "cpu"}, random_state=9),
 ])
 def test_same_seed_same_model_and_pickle(make):
     X, y = _regression(120)
@@ -209,11 +210,11 @@ def test_same_seed_same_model_and_pickle(make):
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda: RFFSGDClassifier(loss="nope", device="cpu"), "loss"),
-    (lambda: RFFSGDClassifier(solver="adam", device="cpu"), "solver"),
-    (lambda: NORMAClassifier(kernel="nope", device="cpu"), "unknown kernel"),
-    (lambda: PegasosClassifier(bandwidth=0, device="cpu"), "bandwidth"),
-    (lambda: NystromRidgeRegressor(bandwidth=-2.0, device="cpu"), "bandwidth"),
+    (lambda: RFFSGDClassifier(loss="nope", engine={"device": "cpu"}), "loss"),
+    (lambda: RFFSGDClassifier(solver="adam", engine={"device": "cpu"}), "solver"),
+    (lambda: NORMAClassifier(kernel="nope", engine={"device": "cpu"}), "unknown kernel"),
+    (lambda: PegasosClassifier(bandwidth=0, engine={"device": "cpu"}), "bandwidth"),
+    (lambda: NystromRidgeRegressor(bandwidth=-2.0, engine={"device": "cpu"}), "bandwidth"),
 ])
 def test_bad_parameters_one_line_errors(make, match):
     X, y = _disc(60)
@@ -227,17 +228,17 @@ def test_bad_data_errors():
     Xn = X.copy()
     Xn[0, 0] = np.inf
     with pytest.raises(ValueError, match="NaN|infinity"):
-        PegasosClassifier(device="cpu").fit(Xn, y)
+        PegasosClassifier(engine={"device": "cpu"}).fit(Xn, y)
     with pytest.raises(ValueError, match="Unknown label type|continuous"):
-        RFFSGDClassifier(device="cpu").fit(X, X[:, 0])
+        RFFSGDClassifier(engine={"device": "cpu"}).fit(X, X[:, 0])
 
 
 @pytest.mark.skipif(gpu_available(), reason="a GPU is present")
 def test_gpu_requested_without_gpu():
     X, y = _disc(60)
-    for est in (RFFSGDClassifier(device="gpu"), ExactKRRClassifier(device="gpu"),
-                PegasosClassifier(device="gpu"), NORMAClassifier(device="gpu"),
-                NystromRidgeRegressor(device="gpu"), ExactSVMClassifier(device="gpu")):
+    for est in (RFFSGDClassifier(engine={"device": "gpu"}), ExactKRRClassifier(engine={"device": "gpu"}),
+                PegasosClassifier(engine={"device": "gpu"}), NORMAClassifier(engine={"device": "gpu"}),
+                NystromRidgeRegressor(engine={"device": "gpu"}), ExactSVMClassifier(engine={"device": "gpu"})):
         with pytest.raises(DeviceError):
             est.fit(X, y)
 
@@ -248,13 +249,14 @@ def test_chunked_methods_read_zarr_like_numpy(tmp_path):
     Z = zarr.create_array(store=str(tmp_path / "x.zarr"), shape=X.shape, chunks=(48, 4),
                           dtype="float64")
     Z[:] = X
-    for make in (lambda: NystromRidgeRegressor(n_components=50, chunk_rows=48),
+    for make in (lambda: NystromRidgeRegressor(n_components=50, engine={"chunk_rows": 48}),
                  # same windows for both: batch order is a function of the window layout
-                 lambda: RFFSGDRegressor(solver="svrg", n_components=50, n_epochs=2,
-                                         window_rows=64),
-                 lambda: NORMARegressor(budget=50, n_epochs=2, window_rows=64)):
-        a = make().set_params(bandwidth=BW, device="cpu", random_state=0).fit(X, y)
-        b = make().set_params(bandwidth=BW, device="cpu", random_state=0).fit(Z, y)
+                 lambda: RFFSGDRegressor(solver="svrg", n_components=50, n_iter="2 epochs",
+                                         engine={"window_rows": 64}),
+                 lambda: NORMARegressor(budget=50, n_iter="2 epochs", engine={"window_rows": 64})):
+        with engine_context(device="cpu"):  # set_params(engine=...) would replace the windows
+            a = make().set_params(bandwidth=BW, random_state=0).fit(X, y)
+            b = make().set_params(bandwidth=BW, random_state=0).fit(Z, y)
         assert np.allclose(a.predict(X), b.predict(Z), rtol=1e-10, atol=1e-12)
 
 
@@ -285,15 +287,15 @@ def test_blocked_cholesky_names_a_matrix_that_is_not_positive_definite():
 
 @pytest.mark.skipif(gpu_available(), reason="a GPU is present")
 @pytest.mark.parametrize("make", [
-    lambda: RFFSGDClassifier(n_components=50, n_epochs=2), lambda: PegasosClassifier(n_epochs=2),
-    lambda: NystromRidgeRegressor(n_components=50), lambda: NORMARegressor(budget=30, n_epochs=2),
+    lambda: RFFSGDClassifier(n_components=50, n_iter="2 epochs"), lambda: PegasosClassifier(n_iter="2 epochs"),
+    lambda: NystromRidgeRegressor(n_components=50), lambda: NORMARegressor(budget=30, n_iter="2 epochs"),
 ])
 def test_device_gpu_model_predicts_on_a_host_without_gpu(make):
     """A model fitted on a GPU (device="gpu") predicts here on the CPU; fitting still refuses."""
     X, y = _disc(200)
-    est = make().set_params(device="cpu", random_state=0).fit(X, y)
+    est = make().set_params(engine={"device": "cpu"}, random_state=0).fit(X, y)
     out = est.predict(X)
-    est.set_params(device="gpu")
+    est.set_params(engine={"device": "gpu"})
     np.testing.assert_array_equal(est.predict(X), out)
     with pytest.raises(DeviceError):
         est.fit(X, y)

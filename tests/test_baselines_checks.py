@@ -18,26 +18,26 @@ from kernelscale.estimators.baselines import (
 )
 from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegressor
 
-CPU = dict(device="cpu", random_state=0)
+CPU = dict(engine={"device": "cpu"}, random_state=0)
 
 ESTIMATORS = [
-    EigenProRegressor(n_eigenvectors=20, subsample_size=100, n_epochs=5, **CPU),
-    EigenProClassifier(n_eigenvectors=20, subsample_size=100, n_epochs=5, **CPU),
+    EigenProRegressor(n_eigenvectors=20, subsample_size=100, n_iter="5 epochs", **CPU),
+    EigenProClassifier(n_eigenvectors=20, subsample_size=100, n_iter="5 epochs", **CPU),
     EigenProRegressor(method="rff", n_components=200, n_eigenvectors=20, subsample_size=100,
-                      n_epochs=5, **CPU),
+                      n_iter="5 epochs", **CPU),
     EigenProClassifier(method="rff", n_components=200, n_eigenvectors=20, subsample_size=100,
-                       n_epochs=5, **CPU),
-    RFFSGDClassifier(n_components=200, n_epochs=5, **CPU),
-    RFFSGDRegressor(n_components=200, n_epochs=20, solver="svrg", **CPU),
-    NystromRidgeClassifier(n_components=50, alpha=1e-2, **CPU),
-    NystromRidgeRegressor(n_components=50, alpha=1e-2, **CPU),
-    ExactKRRClassifier(alpha=1e-2, **CPU),
-    ExactKRRRegressor(alpha=1e-2, **CPU),
+                       n_iter="5 epochs", **CPU),
+    RFFSGDClassifier(n_components=200, n_iter="5 epochs", **CPU),
+    RFFSGDRegressor(n_components=200, n_iter="20 epochs", solver="svrg", **CPU),
+    NystromRidgeClassifier(n_components=50, reg="0.01/n", **CPU),
+    NystromRidgeRegressor(n_components=50, reg="0.01/n", **CPU),
+    ExactKRRClassifier(reg="0.01/n", **CPU),
+    ExactKRRRegressor(reg="0.01/n", **CPU),
     ExactSVMClassifier(random_state=0),
     ExactSVMRegressor(random_state=0),
-    PegasosClassifier(lam=1e-3, n_epochs=5, **CPU),
-    NORMAClassifier(budget=100, n_epochs=5, **CPU),
-    NORMARegressor(budget=100, n_epochs=5, **CPU),
+    PegasosClassifier(reg=1e-3, n_iter="5 epochs", **CPU),
+    NORMAClassifier(budget=100, n_iter="5 epochs", **CPU),
+    NORMARegressor(budget=100, n_iter="5 epochs", **CPU),
 ]
 
 

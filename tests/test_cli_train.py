@@ -30,13 +30,13 @@ class _StandIn(BaseEstimator):
 
     iterative = True
 
-    def __init__(self, n_iter=5, lr=0.5, warm_start=False, random_state=None, device="cpu",
+    def __init__(self, n_iter=5, lr=0.5, warm_start=False, random_state=None, engine=None,
                  sleep=0.0):
         self.n_iter = n_iter
         self.lr = lr
         self.warm_start = warm_start
         self.random_state = random_state
-        self.device = device
+        self.engine = engine
         self.sleep = sleep
 
     def _targets(self, y):

@@ -68,28 +68,28 @@ def test_regressors_learn_or_stop(data):
     for bw, pen, eta in itertools.product(BANDWIDTHS, PENALTIES, STEPS):
         if (bw, pen, eta) in NORMA_GAP:
             continue
-        common = dict(bandwidth=bw, random_state=0, device="cpu")
-        _ok_or_one_line(RFFSGDRegressor(alpha=pen, eta0=eta, n_components=100, n_iter=30,
+        common = dict(bandwidth=bw, random_state=0, engine={"device": "cpu"})
+        _ok_or_one_line(RFFSGDRegressor(reg=pen, eta0=eta, n_components=100, n_iter=30,
                                         **common), X[:N_RFF], y[:N_RFF], 0.0)
-        _ok_or_one_line(NORMARegressor(lam=pen, eta0=eta, budget=200, n_iter=150, **common),
+        _ok_or_one_line(NORMARegressor(reg=pen, eta0=eta, budget=200, n_iter=150, **common),
                         X, y, 0.0)
     for bw, eta in itertools.product(BANDWIDTHS, ("auto", 20.0)):
-        _ok_or_one_line(EigenProRegressor(bandwidth=bw, eta=eta, n_epochs=2, subsample_size=300,
-                                          n_eigenvectors=20, random_state=0, device="cpu"),
+        _ok_or_one_line(EigenProRegressor(bandwidth=bw, eta=eta, n_iter="2 epochs", subsample_size=300,
+                                          n_eigenvectors=20, random_state=0, engine={"device": "cpu"}),
                         X, y, 0.0)
 
 
 def test_classifiers_learn_or_stop():
     majority = max(np.mean(YC), 1 - np.mean(YC))
     for bw, pen, eta in itertools.product(BANDWIDTHS, PENALTIES, STEPS):
-        common = dict(bandwidth=bw, random_state=0, device="cpu")
-        _ok_or_one_line(RFFSGDClassifier(alpha=pen, eta0=eta, n_components=100, n_iter=30,
+        common = dict(bandwidth=bw, random_state=0, engine={"device": "cpu"})
+        _ok_or_one_line(RFFSGDClassifier(reg=pen, eta0=eta, n_components=100, n_iter=30,
                                          **common), XC[:N_RFF], YC[:N_RFF],
                         max(np.mean(YC[:N_RFF]), 1 - np.mean(YC[:N_RFF])))
-        _ok_or_one_line(NORMAClassifier(lam=pen, eta0=eta, budget=200, n_iter=150, **common),
+        _ok_or_one_line(NORMAClassifier(reg=pen, eta0=eta, budget=200, n_iter=150, **common),
                         XC, YC, majority)
         if pen > 0 and eta == STEPS[0]:  # (Pegasos has no step parameter)
-            _ok_or_one_line(PegasosClassifier(lam=pen, n_epochs=1, **common), XC, YC, majority)
+            _ok_or_one_line(PegasosClassifier(reg=pen, n_iter="1 epochs", **common), XC, YC, majority)
 
 
 class _Blowup:
@@ -124,14 +124,14 @@ def test_norma_overshoot_on_a_near_delta_kernel_is_caught():
     step has just learned from sees it: the one-line error naming eta0."""
     X, y = DATA["friedman1"]
     (bw, lam, eta), = NORMA_GAP
-    est = NORMARegressor(lam=lam, eta0=eta, budget=200, n_iter=150, bandwidth=bw,
-                         random_state=0, device="cpu")
+    est = NORMARegressor(reg=lam, eta0=eta, budget=200, n_iter=150, bandwidth=bw,
+                         random_state=0, engine={"device": "cpu"})
     with pytest.raises(FloatingPointError, match=r"^NORMA diverged at iteration 1 \(the step "
                                                  r"overshoots.*; set a smaller eta0$"):
         est.fit(X, y)
     # the same kernel at a stable step learns
-    _ok_or_one_line(NORMARegressor(lam=lam, eta0=0.5, budget=200, n_iter=150, bandwidth=bw,
-                                   random_state=0, device="cpu"), X, y, 0.0)
+    _ok_or_one_line(NORMARegressor(reg=lam, eta0=0.5, budget=200, n_iter=150, bandwidth=bw,
+                                   random_state=0, engine={"device": "cpu"}), X, y, 0.0)
 
 
 def test_run_loop_watches_the_loss_after_the_step():

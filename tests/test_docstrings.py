@@ -77,9 +77,8 @@ def test_the_parser_sees_a_missing_or_extra_parameter():
     assert _documented_names(doc) == {"a", "b", "c"}
 
 
-SMALL = {"n_iter": 5, "n_epochs": 1, "n_components": 50, "subsample_size": 50,
-         "n_eigenvectors": 5, "n_grids": 16, "batch_size": 32, "block_size": 32, "budget": 50,
-         "bandwidth": "median"}
+SMALL = {"n_iter": 5, "n_components": 50, "subsample_size": 50, "n_eigenvectors": 5,
+         "batch_size": 32, "block_size": 32, "budget": 50, "bandwidth": "median"}
 
 
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)

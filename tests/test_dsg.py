@@ -183,7 +183,7 @@ def test_zarr_training_equals_in_memory_and_reads_windows(tmp_path):
     # bandwidth and reg fixed: "auto" reads one bounded row sample (kernels.selection, 2,000
     # rows whatever n) before training; this test is about the training stream's windows
     params = dict(n_iter=25, batch_size=100, block_size=32, bandwidth=2.0, reg=1e-4,
-                  random_state=0, window_rows=500)
+                  random_state=0, engine={"window_rows": 500})
     mem = DSGRegressor(**params).fit(X, y)
     disk = DSGRegressor(**params).fit(Z, y)
     assert np.allclose(mem.predict(X), disk.predict(Z), rtol=1e-12, atol=1e-12)
@@ -274,7 +274,7 @@ def _one_line(exc_info):
     (DSGClassifier(loss="square"), np.random.rand(20, 2), np.arange(20) % 2, "not a classification"),
     (DSGRegressor(variant="fast"), np.random.rand(20, 2), np.ones(20), "variant"),
     (DSGRegressor(batch_size=0), np.random.rand(20, 2), np.ones(20), "batch_size"),
-    (DSGRegressor(device="tpu"), np.random.rand(20, 2), np.ones(20), "device"),
+    (DSGRegressor(engine={"device": "tpu"}), np.random.rand(20, 2), np.ones(20), "device"),
 ])
 def test_bad_input_one_line_errors(est, X, y, match):
     with pytest.raises(ValueError, match=match) as e:
@@ -285,7 +285,7 @@ def test_bad_input_one_line_errors(est, X, y, match):
 @pytest.mark.skipif(gpu_available(), reason="a GPU is present")
 def test_gpu_requested_without_gpu():
     with pytest.raises(DeviceError, match="no usable CUDA GPU") as e:
-        DSGRegressor(device="gpu", n_iter=2).fit(np.random.rand(20, 2), np.ones(20))
+        DSGRegressor(engine={"device": "gpu"}, n_iter=2).fit(np.random.rand(20, 2), np.ones(20))
     _one_line(e)
 
 

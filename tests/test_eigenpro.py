@@ -49,15 +49,15 @@ def _ridge_target(method, X, y, common):
 @pytest.mark.parametrize("method", ["kernel", "rff"])
 def test_eigenpro_reaches_ridge_fit_3x_faster_than_sgd(method):
     X, y = _problem()
-    common = dict(method=method, bandwidth=BW, batch_size=64, n_epochs=1, subsample_size=600,
-                  n_components=600, device="cpu", random_state=0)
+    common = dict(method=method, bandwidth=BW, batch_size=64, n_iter="1 epochs", subsample_size=600,
+                  n_components=600, engine={"device": "cpu"}, random_state=0)
     target = _ridge_target(method, X, y, common)
     ep = _epochs_to(EigenProRegressor(n_eigenvectors=100, warm_start=True, **common), X, y,
                     target, 20)
     assert ep is not None, "EigenPro did not reach the ridge training fit in 20 epochs"
     # the same loop without the preconditioner (k = 0, step from lambda_1) must still be short of
     # the target after 3x as many epochs
-    sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_epochs": 3 * ep}).fit(X, y)
+    sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_iter": f"{3 * ep} epochs"}).fit(X, y)
     assert _mse(sgd, X, y) > target, f"plain SGD reached the target within 3 x {ep} epochs"
 
 
@@ -85,7 +85,7 @@ def test_classifier_multiclass_accuracy():
     centers = np.array([[0, 0], [3, 0], [0, 3]])
     X = np.concatenate([c + rng.standard_normal((150, 2)) for c in centers])
     y = np.repeat(["a", "b", "c"], 150)
-    clf = EigenProClassifier(n_epochs=5, subsample_size=300, device="cpu", random_state=0).fit(X, y)
+    clf = EigenProClassifier(n_iter="5 epochs", subsample_size=300, engine={"device": "cpu"}, random_state=0).fit(X, y)
     assert clf.decision_function(X).shape == (450, 3)
     assert (clf.predict(X) == y).mean() > 0.9
 
@@ -94,7 +94,7 @@ def test_classifier_multiclass_accuracy():
 def test_warm_start_segments_equal_one_run(method):
     X, y = _problem(300)
     kw = dict(method=method, n_eigenvectors=20, subsample_size=200, n_components=200,
-              batch_size=32, device="cpu", random_state=3)
+              batch_size=32, engine={"device": "cpu"}, random_state=3)
     one = EigenProRegressor(n_iter=30, **kw).fit(X, y)
     seg = EigenProRegressor(n_iter=10, warm_start=True, **kw)
     for _ in range(3):
@@ -107,7 +107,7 @@ def test_warm_start_segments_equal_one_run(method):
 @pytest.mark.parametrize("method", ["kernel", "rff"])
 def test_same_seed_same_model_and_pickle(method):
     X, y = _problem(200)
-    kw = dict(method=method, n_eigenvectors=10, n_components=100, n_epochs=2, device="cpu")
+    kw = dict(method=method, n_eigenvectors=10, n_components=100, n_iter="2 epochs", engine={"device": "cpu"})
     a = EigenProRegressor(random_state=7, **kw).fit(X, y)
     b = EigenProRegressor(random_state=7, **kw).fit(X, y)
     assert np.array_equal(a.predict(X), b.predict(X))
@@ -121,8 +121,8 @@ def test_rff_trains_from_zarr_like_numpy(tmp_path):
     Z = zarr.create_array(store=str(tmp_path / "x.zarr"), shape=X.shape, chunks=(64, 3),
                           dtype="float64")
     Z[:] = X
-    kw = dict(method="rff", n_eigenvectors=10, n_components=100, n_epochs=2, batch_size=32,
-              bandwidth=BW, device="cpu", random_state=0, window_rows=64)
+    kw = dict(method="rff", n_eigenvectors=10, n_components=100, n_iter="2 epochs", batch_size=32,
+              bandwidth=BW, engine={"device": "cpu", "window_rows": 64}, random_state=0)
     a = EigenProRegressor(**kw).fit(X, y)
     b = EigenProRegressor(**kw).fit(Z, y)
     assert np.allclose(a.predict(X), b.predict(X))
@@ -139,7 +139,7 @@ def test_rff_trains_from_zarr_like_numpy(tmp_path):
 def test_bad_parameters_one_line_errors(kwargs, match):
     X, y = _problem(50)
     with pytest.raises(ValueError, match=match) as e:
-        EigenProRegressor(device="cpu", **kwargs).fit(X, y)
+        EigenProRegressor(engine={"device": "cpu"}, **kwargs).fit(X, y)
     assert "\n" not in str(e.value)
 
 
@@ -148,16 +148,16 @@ def test_bad_data_errors():
     Xn = X.copy()
     Xn[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN|infinity"):
-        EigenProRegressor(device="cpu").fit(Xn, y)
+        EigenProRegressor(engine={"device": "cpu"}).fit(Xn, y)
     with pytest.raises(ValueError, match="Unknown label type|continuous"):
-        EigenProClassifier(device="cpu").fit(X, X[:, 0])
+        EigenProClassifier(engine={"device": "cpu"}).fit(X, X[:, 0])
 
 
 @pytest.mark.skipif(gpu_available(), reason="a GPU is present")
 def test_gpu_requested_without_gpu():
     X, y = _problem(50)
     with pytest.raises(DeviceError):
-        EigenProRegressor(device="gpu").fit(X, y)
+        EigenProRegressor(engine={"device": "gpu"}).fit(X, y)
 
 
 def _digits():
@@ -174,7 +174,7 @@ def test_default_kernel_eigenpro_converges_on_digits():
     the auto batch used to be m* = 1346, leaving a 1-row remainder batch per epoch that got the
     step of a 1346-row batch (673x the stable step) and diverged (objective 1e28, accuracy 0.10)."""
     Xtr, Xte, ytr, yte = _digits()
-    est = EigenProClassifier(n_epochs=5, device="cpu", random_state=0).fit(Xtr, ytr)
+    est = EigenProClassifier(n_iter="5 epochs", engine={"device": "cpu"}, random_state=0).fit(Xtr, ytr)
     obj = np.asarray(est.history_["objective"])
     assert np.all(np.isfinite(obj))
     assert np.all(obj[1:] <= 2.0 * obj[:-1]), obj
@@ -203,7 +203,7 @@ def test_short_batch_gets_its_own_step():
 def test_kernel_sgd_auto_batch_learns_digits():
     """n_eigenvectors=0 with batch_size="auto": m = 256-ish (paper 004 §6), not m* ~ 2."""
     Xtr, Xte, ytr, yte = _digits()
-    est = EigenProClassifier(n_eigenvectors=0, n_epochs=20, device="cpu",
+    est = EigenProClassifier(n_eigenvectors=0, n_iter="20 epochs", engine={"device": "cpu"},
                              random_state=0).fit(Xtr, ytr)
     assert est.batch_size_ >= 128
     assert est.score(Xte, yte) >= 0.9

@@ -114,11 +114,13 @@ def test_unknown_kernel_is_one_line():
     assert "\n" not in str(e.value)
 
 
-def test_estimators_are_exported_from_the_top_level():
+def test_estimators_and_engine_options_are_exported_from_the_top_level():
     import kernelscale
+    import kernelscale.engine
 
     for name in kernelscale.__all__[1:]:
-        cls = getattr(kernelscale, name)
-        assert cls.__name__ == name and hasattr(cls, "fit")
+        obj = getattr(kernelscale, name)
+        assert obj.__name__ == name
+        assert hasattr(obj, "fit") or obj is getattr(kernelscale.engine, name)
     with pytest.raises(AttributeError):
         kernelscale.NoSuchEstimator  # noqa: B018

@@ -119,10 +119,10 @@ def test_cd_optimality(data):
 # -- estimators -------------------------------------------------------------------------------------
 def _instances():
     return [
-        RBRegressor(n_grids=16, max_iter=200, random_state=0),
-        RBRegressor(n_grids=16, solver="cd", reg=1e-4, max_iter=50, tol=1e-3, random_state=0),
-        RBClassifier(n_grids=16, max_iter=200, random_state=0),
-        RBClassifier(n_grids=16, solver="cd", loss="logistic", reg=1e-4, max_iter=50, tol=1e-3,
+        RBRegressor(n_components=16, n_iter=200, random_state=0),
+        RBRegressor(n_components=16, solver="cd", reg=1e-4, n_iter=50, tol=1e-3, random_state=0),
+        RBClassifier(n_components=16, n_iter=200, random_state=0),
+        RBClassifier(n_components=16, solver="cd", loss="logistic", reg=1e-4, n_iter=50, tol=1e-3,
                      random_state=0),
     ]
 
@@ -140,7 +140,7 @@ def test_sklearn_compatible(estimator, check):
 
 def test_regressor_fits_well(data):
     X, y = data
-    est = RBRegressor(n_grids=128, random_state=0).fit(X[:200], y[:200])
+    est = RBRegressor(n_components=128, random_state=0).fit(X[:200], y[:200])
     assert est.score(X[200:], y[200:]) > 0.6
     assert est.n_features_out_ > 128 and est.kappa_ > 1
     assert est.history_["residual"][-1] <= est.tol
@@ -150,7 +150,7 @@ def test_regressor_fits_well(data):
                                     {"solver": "cd", "loss": "logistic", "reg": 1e-4}])
 def test_classifier_multiclass(params):
     X, y = make_classification(400, 6, n_informative=4, n_classes=3, random_state=0)
-    est = RBClassifier(n_grids=64, random_state=0, max_iter=300, tol=1e-3, **params).fit(X[:300], y[:300])
+    est = RBClassifier(n_components=64, random_state=0, n_iter=300, tol=1e-3, **params).fit(X[:300], y[:300])
     assert est.decision_function(X[300:]).shape == (100, 3)
     assert est.score(X[300:], y[300:]) > 0.6
     if params.get("loss") == "logistic":
@@ -166,14 +166,14 @@ def test_pickle_and_determinism(data, cls, params):
     X, y = data
     if cls is RBClassifier:
         y = (y > np.median(y)).astype(int)
-    est = cls(n_grids=32, random_state=3, max_iter=300, tol=1e-3, **params).fit(X, y)
+    est = cls(n_components=32, random_state=3, n_iter=300, tol=1e-3, **params).fit(X, y)
     est2 = pickle.loads(pickle.dumps(est))
     assert pickle.loads(pickle.dumps(est.features_))._grids is None  # grids are regenerated
     np.testing.assert_array_equal(est.predict(X), est2.predict(X))
-    again = cls(n_grids=32, random_state=3, max_iter=300, tol=1e-3, **params).fit(X, y)
+    again = cls(n_components=32, random_state=3, n_iter=300, tol=1e-3, **params).fit(X, y)
     np.testing.assert_array_equal(est.coef_, again.coef_)
     np.testing.assert_array_equal(est.features_.keys_, again.features_.keys_)
-    other = cls(n_grids=32, random_state=4, max_iter=300, tol=1e-3, **params).fit(X, y)
+    other = cls(n_components=32, random_state=4, n_iter=300, tol=1e-3, **params).fit(X, y)
     assert other.n_features_out_ != est.n_features_out_ or not np.array_equal(other.coef_, est.coef_)
 
 
@@ -187,8 +187,8 @@ def test_zarr_equals_numpy(tmp_path, data, cls):
     Xz = zarr.open_array(str(tmp_path / "X.zarr"), mode="w", shape=X.shape, chunks=(64, X.shape[1]),
                          dtype="float32")
     Xz[:] = X
-    a = cls(n_grids=32, random_state=0, chunk_rows=50).fit(Xz, y)
-    b = cls(n_grids=32, random_state=0).fit(X, y)
+    a = cls(n_components=32, random_state=0, engine={"chunk_rows": 50}).fit(Xz, y)
+    b = cls(n_components=32, random_state=0).fit(X, y)
     assert a.bandwidth_ == b.bandwidth_
     np.testing.assert_array_equal(a.features_.keys_, b.features_.keys_)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-14)
@@ -198,8 +198,8 @@ def test_zarr_equals_numpy(tmp_path, data, cls):
 def test_dask_equals_numpy(data):
     da = pytest.importorskip("dask.array")
     X, y = data
-    a = RBRegressor(n_grids=32, random_state=0, chunk_rows=70).fit(da.from_array(X, chunks=(64, 4)), y)
-    b = RBRegressor(n_grids=32, random_state=0).fit(X, y)
+    a = RBRegressor(n_components=32, random_state=0, engine={"chunk_rows": 70}).fit(da.from_array(X, chunks=(64, 4)), y)
+    b = RBRegressor(n_components=32, random_state=0).fit(X, y)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-14)
 
 
@@ -207,10 +207,10 @@ def test_dask_equals_numpy(data):
     ({"bandwidth": 0.0}, "bandwidth"),
     ({"bandwidth": -1.0}, "bandwidth"),
     ({"kernel": "gaussian"}, "unknown kernel"),
-    ({"solver": "newton"}, "unknown solver"),
+    ({"solver": "newton"}, "solver='newton' must be 'cg' or 'cd'"),
     ({"loss": "hinge"}, "unknown loss"),
     ({"solver": "cg", "loss": "logistic"}, "unknown loss"),
-    ({"n_grids": 0}, "n_grids"),
+    ({"n_components": 0}, "n_components"),
     ({"reg": 0.0}, "reg"),
 ])
 def test_bad_params(data, params, match):
@@ -255,4 +255,4 @@ def test_bad_input_zarr(tmp_path, data):
 def test_gpu_without_gpu_errors(data):
     X, y = data
     with pytest.raises(DeviceError):
-        RBRegressor(device="gpu").fit(X, y)
+        RBRegressor(engine={"device": "gpu"}).fit(X, y)

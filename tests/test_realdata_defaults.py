@@ -78,10 +78,10 @@ def references(devdata):
         if name not in out:
             task, X, y, Xt, yt = devdata(name)
             if task == "regression":
-                base = ExactKRRRegressor(alpha=1.0, bandwidth="median", random_state=0)
+                base = ExactKRRRegressor(reg="1.0/n", bandwidth="median", random_state=0)
                 trivial = DummyRegressor()
             else:
-                base = ExactSVMClassifier(C=10.0, bandwidth="median", random_state=0)
+                base = ExactSVMClassifier(reg="0.1/n", bandwidth="median", random_state=0)
                 trivial = DummyClassifier(strategy="most_frequent")
             out[name] = (_score(base.fit(X, y), Xt, yt, task),
                          _score(trivial.fit(X, y), Xt, yt, task))
@@ -110,7 +110,7 @@ def test_defaults_meet_the_real_data_bound(algo, dataset, devdata, references):
 
     task, X, y, Xt, yt = devdata(dataset)
     base, trivial = references(dataset)
-    est = make_estimator(algo, task, random_state=0, device="cpu")
+    est = make_estimator(algo, task, random_state=0, engine={"device": "cpu"})
     score = _score(est.fit(X, y), Xt, yt, task)
     if task == "regression":
         assert score < 0.9 * trivial, f"{algo} on {dataset}: RMSE {score:.4g} ~ mean predictor"

@@ -64,7 +64,7 @@ def test_estimator_reports_a_too_small_budget(tmp_path):
     Z = _zarr(tmp_path, X, 500)
     with pytest.raises(ValueError, match="too small for one batch") as e:
         DSGRegressor(n_iter=2, batch_size=2000, block_size=512, bandwidth=1.0,
-                     memory_budget=0.5).fit(Z, y)
+                     engine={"memory_budget": 0.5}).fit(Z, y)
     assert "\n" not in str(e.value)
 
 
@@ -77,15 +77,15 @@ def test_budget_picks_the_window_and_leaves_in_memory_data_alone(tmp_path):
     work = 100 * (5 + 2 * 32) * 8 + group
     budget = (2 * 600 * (5 * 8 + 5 + 8) + work + 2 * 500 * 5 * 8) / MB
     assert window_rows_for(Z, budget, 100, 32, np.float64, work) == 500
-    by_budget = DSGRegressor(memory_budget=budget, **params).fit(Z, y)
+    by_budget = DSGRegressor(engine={"memory_budget": budget}, **params).fit(Z, y)
     assert by_budget.window_rows_ == 500
-    by_rows = DSGRegressor(window_rows=500, **params).fit(Z, y)
+    by_rows = DSGRegressor(engine={"window_rows": 500}, **params).fit(Z, y)
     assert np.array_equal(by_budget.predict(X), by_rows.predict(X))
     # in memory: the budget changes nothing (the data are resident already)
-    a = DSGRegressor(memory_budget=budget, **params).fit(X, y)
+    a = DSGRegressor(engine={"memory_budget": budget}, **params).fit(X, y)
     b = DSGRegressor(**params).fit(X, y)
     assert np.array_equal(a.predict(X), b.predict(X))
-    assert DSGRegressor(memory_budget=64).get_params()["memory_budget"] == 64
+    assert DSGRegressor(engine={"memory_budget": 64}).get_params()["engine"] == {"memory_budget": 64}
 
 
 # -- chunked == in memory ------------------------------------------------------------------------
@@ -93,7 +93,7 @@ def test_eigenpro_rf_chunked_equals_in_memory(tmp_path):
     X, y = _regression(2000)
     Z = _zarr(tmp_path, X, 400)
     params = dict(method="rff", n_components=200, n_eigenvectors=10, subsample_size=300,
-                  batch_size=100, n_iter=30, bandwidth=2.0, random_state=0, window_rows=400)
+                  batch_size=100, n_iter=30, bandwidth=2.0, random_state=0, engine={"window_rows": 400})
     mem = EigenProRegressor(**params).fit(X, y)
     disk = EigenProRegressor(**params).fit(Z, y)
     assert np.allclose(mem.predict(X), disk.predict(Z), rtol=1e-12, atol=1e-12)
@@ -104,13 +104,14 @@ def test_rff_sgd_chunked_equals_in_memory(tmp_path, solver):
     X, y = _regression(2000)
     Z = _zarr(tmp_path, X, 400)
     params = dict(solver=solver, n_components=100, batch_size=50, n_iter=60, bandwidth=2.0,
-                  random_state=0, window_rows=400)
+                  random_state=0, engine={"window_rows": 400})
     mem = RFFSGDRegressor(**params).fit(X, y)
     disk = RFFSGDRegressor(**params).fit(Z, y)
     assert np.allclose(mem.predict(X), disk.predict(Z), rtol=1e-12, atol=1e-12)
     labels = (y > 0).astype(int)
     a = RFFSGDClassifier(**params).fit(X, labels)
-    b = RFFSGDClassifier(memory_budget=None, **params).fit(Z, labels)
+    b = RFFSGDClassifier(**{**params, "engine": {"window_rows": 400, "memory_budget": None}}).fit(
+        Z, labels)
     assert np.array_equal(a.decision_function(X), b.decision_function(Z))
 
 
@@ -141,12 +142,13 @@ _CHILD = textwrap.dedent("""
 
     # warm-up fit on a few rows: code that fit imports lazily is not part of the run's memory
     import numpy as np
-    DSGRegressor(n_iter=2, batch_size=50, block_size=16, dtype="float32").fit(
+    DSGRegressor(n_iter=2, batch_size=50, block_size=16, engine={"dtype": "float32"}).fit(
         np.random.default_rng(0).standard_normal((100, 3)), np.zeros(100))
     base = peak_rss_bytes()
     X, y = open_zarr(sys.argv[1], "X"), open_zarr(sys.argv[1], "y")
     est = DSGRegressor(n_iter=int(sys.argv[3]), batch_size=2000, block_size=16, bandwidth=4.0,
-                       dtype="float32", random_state=0, memory_budget=float(sys.argv[2])).fit(X, y)
+                       random_state=0,
+                       engine={"dtype": "float32", "memory_budget": float(sys.argv[2])}).fit(X, y)
     peak = peak_rss_bytes()
     print(json.dumps({"base": base, "peak": peak, "n_iter": est.n_iter_}))
 """)

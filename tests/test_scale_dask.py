@@ -48,7 +48,7 @@ def test_dask_input_gives_the_zarr_model(tmp_path):
     y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(3000)
     Z = _zarr(tmp_path / "X.zarr", X, 500)
     params = dict(n_iter=20, batch_size=100, block_size=32, bandwidth="median", random_state=0,
-                  window_rows=700, dtype="float32")
+                  engine={"window_rows": 700, "dtype": "float32"})
     ref = DSGRegressor(**params).fit(Z, y).predict(X)
     for D in (da.from_zarr(str(tmp_path / "X.zarr")),          # unwrapped to zarr
               da.from_zarr(str(tmp_path / "X.zarr")) + 0,      # through dask, chunk-aligned reads
@@ -69,7 +69,7 @@ _CHILD = textwrap.dedent("""
     from kernelscale.estimators.dsg import DSGClassifier
 
     # warm-up fit: code that fit imports lazily is not part of the run's memory
-    DSGClassifier(n_iter=2, batch_size=50, block_size=16, dtype="float32").fit(
+    DSGClassifier(n_iter=2, batch_size=50, block_size=16, engine={"dtype": "float32"}).fit(
         np.random.default_rng(0).standard_normal((100, 3)), np.arange(100) % 2)
     import dask.array as da
     import zarr
@@ -77,8 +77,8 @@ _CHILD = textwrap.dedent("""
     base = peak_rss_bytes()
     X = da.from_zarr(sys.argv[1], component="X")
     y = zarr.open_array(sys.argv[1] + "/y", mode="r")[:]
-    est = DSGClassifier(n_iter=60, batch_size=2048, block_size=64, dtype="float32",
-                        random_state=0, memory_budget=float(sys.argv[2])).fit(X, y)
+    est = DSGClassifier(n_iter=60, batch_size=2048, block_size=64, random_state=0,
+                        engine={"dtype": "float32", "memory_budget": float(sys.argv[2])}).fit(X, y)
     print(json.dumps({"base": base, "peak": peak_rss_bytes(), "window": est.window_rows_,
                       "y_bytes": y.nbytes}))
 """)

@@ -105,7 +105,7 @@ def test_dsg_classifier_same_model_for_any_label_container(tmp_path):
     yz = zarr.open_array(tmp_path / "y.zarr", mode="w", shape=y.shape, chunks=(400,),
                          dtype=y.dtype)
     yz[:] = y
-    on_disk = DSGClassifier(window_rows=1500, **params)
+    on_disk = DSGClassifier(engine={"window_rows": 1500}, **params)
     for labels in (yz, da.from_zarr(str(tmp_path / "y.zarr")), y):
         assert np.array_equal(on_disk.fit(Xz, labels).decision_function(X), f)
     assert ref._coder.y_index is None

@@ -260,7 +260,7 @@ def test_best_exact_kernel_row(tmp_path):
     finals, dirs = {}, []
     # two configurations of one exact estimator under their own algorithm names, and a stand-in
     for algo, alpha in (("krr_weak", 1e-3), ("krr_strong", 1e3)):
-        spec = {"estimator": "exact_krr", "params": {"alpha": alpha, "bandwidth": "median"},
+        spec = {"estimator": "exact_krr", "params": {"reg": f"{alpha}/n", "bandwidth": "median"},
                 "device": "cpu"}
         out = tmp_path / "results" / "runs" / "toyk" / algo / "seed0"
         finals[algo] = train(data, out, algo, spec, seed=0)

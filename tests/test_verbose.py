@@ -14,18 +14,18 @@ from kernelscale.estimators.baselines import (
 from kernelscale.estimators.dsg import DSGClassifier, DSGOneClass, DSGRegressor
 from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegressor
 
-COMMON = dict(bandwidth=2.0, random_state=0, device="cpu")
+COMMON = dict(bandwidth=2.0, random_state=0, engine={"device": "cpu"})
 CASES = [
     (DSGRegressor, dict(n_iter=20, batch_size=32, block_size=32, reg=1e-3), "reg"),
     (DSGClassifier, dict(n_iter=20, batch_size=32, block_size=32, reg=1e-3), "clf"),
     (DSGOneClass, dict(n_iter=20, batch_size=32, block_size=32, reg=1e-3), "one"),
     (EigenProRegressor, dict(n_iter=20, subsample_size=100, n_eigenvectors=10), "reg"),
     (EigenProClassifier, dict(n_iter=20, subsample_size=100, n_eigenvectors=10), "clf"),
-    (RFFSGDRegressor, dict(n_iter=20, n_components=64, alpha=1e-3), "reg"),
-    (RFFSGDClassifier, dict(n_iter=20, n_components=64, alpha=1e-3), "clf"),
-    (PegasosClassifier, dict(n_iter=20, lam=1e-3), "clf"),
-    (NORMARegressor, dict(n_iter=20, lam=1e-3, budget=100), "reg"),
-    (NORMAClassifier, dict(n_iter=20, lam=1e-3, budget=100), "clf"),
+    (RFFSGDRegressor, dict(n_iter=20, n_components=64, reg=1e-3), "reg"),
+    (RFFSGDClassifier, dict(n_iter=20, n_components=64, reg=1e-3), "clf"),
+    (PegasosClassifier, dict(n_iter=20, reg=1e-3), "clf"),
+    (NORMARegressor, dict(n_iter=20, reg=1e-3, budget=100), "reg"),
+    (NORMAClassifier, dict(n_iter=20, reg=1e-3, budget=100), "clf"),
 ]
 
 

@@ -1,7 +1,9 @@
 """kernelscale: scalable kernel machines (DSG family, Random Binning, EigenPro, baselines).
 
 Estimators are importable from the top level (``from kernelscale import DSGClassifier``); they are
-loaded on first access so that ``import kernelscale`` (and the CLI) stays fast.
+loaded on first access so that ``import kernelscale`` (and the CLI) stays fast. Engine options
+(device, dtype, memory budget, ...) are set per estimator (``engine=``) or for a block of code
+(``kernelscale.engine_context``): see ``kernelscale.engine``.
 """
 
 import importlib
@@ -20,12 +22,16 @@ _ESTIMATORS = {
 }
 _WHERE = {name: module for module, names in _ESTIMATORS.items() for name in names}
 
-__all__ = ["__version__", *sorted(_WHERE)]
+_ENGINE = ("Engine", "engine_context", "get_engine", "set_engine")
+
+__all__ = ["__version__", *_ENGINE, *sorted(_WHERE)]
 
 
 def __getattr__(name):
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
+    if name in _ENGINE:  # engine options: kernelscale.engine
+        return getattr(importlib.import_module("kernelscale.engine"), name)
     raise AttributeError(f"module 'kernelscale' has no attribute {name!r}")
 
 

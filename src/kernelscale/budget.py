@@ -125,15 +125,15 @@ def window_rows_for(X, budget_mb, batch_size: int, block_size: int, model_dtype,
                        n_rows=int(X.shape[0]), work_bytes=work_bytes).window_rows
 
 
-def budget_window(est, X, batch_size: int, block_size: int, model_dtype,
+def budget_window(engine, X, batch_size: int, block_size: int, model_dtype,
                   work_bytes: int | None = None) -> int | None:
-    """The ``window_rows`` an estimator should stream X with: its own ``window_rows`` when set,
-    else the budget's window for on-disk X when ``memory_budget`` is set, else None (the stream's
-    default). In-memory X is already resident: re-windowing it would only change the shuffle."""
+    """The ``window_rows`` an estimator should stream X with, from its resolved ``engine``
+    (``kernelscale.engine``): ``engine.window_rows`` when set, else the budget's window for
+    on-disk X when ``engine.memory_budget`` is set, else None (the stream's default). In-memory X
+    is already resident: re-windowing it would only change the shuffle."""
     from .stream import is_in_memory
 
-    window_rows = getattr(est, "window_rows", None)
-    budget = getattr(est, "memory_budget", None)
+    window_rows, budget = engine.window_rows, engine.memory_budget
     if window_rows is not None or budget is None or is_in_memory(X):
         return window_rows
     return window_rows_for(X, budget, batch_size, block_size, model_dtype, work_bytes)

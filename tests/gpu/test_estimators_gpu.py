@@ -35,7 +35,7 @@ from kernelscale.estimators import (
 )
 
 DSG = dict(n_iter=30, batch_size=100, block_size=64, bandwidth=2.0)
-EP = dict(n_eigenvectors=20, subsample_size=300, n_components=300, batch_size=64, n_epochs=2)
+EP = dict(n_eigenvectors=20, subsample_size=300, n_components=300, batch_size=64, n_iter="2 epochs")
 
 # (id, factory(**device/dtype/seed), task); every estimator with a GPU path is here
 CASES = [
@@ -48,18 +48,18 @@ CASES = [
     ("eigenpro-kernel", lambda **k: EigenProRegressor(method="kernel", **EP, **k), "reg"),
     ("eigenpro-rff", lambda **k: EigenProRegressor(method="rff", **EP, **k), "reg"),
     ("eigenpro-rff-clf", lambda **k: EigenProClassifier(method="rff", **EP, **k), "clf3"),
-    ("rb-cg", lambda **k: RBRegressor(n_grids=32, tol=1e-10, **_no_dtype(k)), "reg"),
-    ("rb-cg-clf", lambda **k: RBClassifier(n_grids=32, tol=1e-10, **_no_dtype(k)), "clf"),
-    ("rff-sgd", lambda **k: RFFSGDRegressor(n_components=100, n_epochs=3, **k), "reg"),
-    ("rff-svrg-clf", lambda **k: RFFSGDClassifier(solver="svrg", n_components=100, n_epochs=3,
+    ("rb-cg", lambda **k: RBRegressor(n_components=32, tol=1e-10, **_no_dtype(k)), "reg"),
+    ("rb-cg-clf", lambda **k: RBClassifier(n_components=32, tol=1e-10, **_no_dtype(k)), "clf"),
+    ("rff-sgd", lambda **k: RFFSGDRegressor(n_components=100, n_iter="3 epochs", **k), "reg"),
+    ("rff-svrg-clf", lambda **k: RFFSGDClassifier(solver="svrg", n_components=100, n_iter="3 epochs",
                                                   **k), "clf"),
     ("nystrom", lambda **k: NystromRidgeRegressor(n_components=100, **k), "reg"),
     ("nystrom-clf", lambda **k: NystromRidgeClassifier(n_components=100, **k), "clf3"),
     ("exact-krr", lambda **k: ExactKRRRegressor(**k), "reg"),
     ("exact-krr-clf", lambda **k: ExactKRRClassifier(**k), "clf"),
-    ("pegasos", lambda **k: PegasosClassifier(n_epochs=2, **k), "clf"),
-    ("norma", lambda **k: NORMARegressor(budget=50, n_epochs=2, **k), "reg"),
-    ("norma-clf", lambda **k: NORMAClassifier(budget=50, n_epochs=2, **k), "clf"),
+    ("pegasos", lambda **k: PegasosClassifier(n_iter="2 epochs", **k), "clf"),
+    ("norma", lambda **k: NORMARegressor(budget=50, n_iter="2 epochs", **k), "reg"),
+    ("norma-clf", lambda **k: NORMAClassifier(budget=50, n_iter="2 epochs", **k), "clf"),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -86,12 +86,12 @@ def _close(a, b, tol):
 @pytest.mark.parametrize("make, task", [c[1:] for c in CASES], ids=IDS)
 def test_same_seed_same_predictions_on_cpu_and_gpu(make, task):
     X, y = _data(task)
-    cpu = make(device="cpu", random_state=0).fit(X, y)
-    gpu = make(device="gpu", random_state=0).fit(X, y)
+    cpu = make(engine={"device": "cpu"}, random_state=0).fit(X, y)
+    gpu = make(engine={"device": "gpu"}, random_state=0).fit(X, y)
     assert gpu.device_ == "gpu"
     a, b = _output(gpu, X), _output(cpu, X)
     assert _close(a, b, 1e-6), np.max(np.abs(a - b))
-    again = make(device="gpu", random_state=0).fit(X, y)  # same seed, same GPU model
+    again = make(engine={"device": "gpu"}, random_state=0).fit(X, y)  # same seed, same GPU model
     assert _close(_output(again, X), a, 1e-10)
 
 
@@ -101,8 +101,8 @@ FLOAT32 = ["dsg", "cdsg", "dsg-clf-newton", "eigenpro-rff", "rff-sgd", "nystrom"
 @pytest.mark.parametrize("make, task", [c[1:] for c in CASES if c[0] in FLOAT32], ids=FLOAT32)
 def test_float32_gpu_matches_float32_cpu(make, task):
     X, y = _data(task)
-    cpu = make(device="cpu", dtype="float32", random_state=0).fit(X, y)
-    gpu = make(device="gpu", dtype="float32", random_state=0).fit(X, y)
+    cpu = make(engine={"device": "cpu", "dtype": "float32"}, random_state=0).fit(X, y)
+    gpu = make(engine={"device": "gpu", "dtype": "float32"}, random_state=0).fit(X, y)
     assert _close(_output(gpu, X), _output(cpu, X), 2e-3)
 
 
@@ -126,7 +126,7 @@ _CPU_ONLY = textwrap.dedent("""
 @pytest.mark.parametrize("make, task", [c[1:] for c in CASES], ids=IDS)
 def test_gpu_model_predicts_on_a_cpu_only_host(make, task, tmp_path):
     X, y = _data(task)
-    gpu = make(device="gpu", random_state=0).fit(X, y)
+    gpu = make(engine={"device": "gpu"}, random_state=0).fit(X, y)
     (tmp_path / "m.pkl").write_bytes(pickle.dumps(gpu))
     np.save(tmp_path / "X.npy", X)
     subprocess.run([sys.executable, "-c", _CPU_ONLY, str(tmp_path / "m.pkl"),
@@ -136,9 +136,9 @@ def test_gpu_model_predicts_on_a_cpu_only_host(make, task, tmp_path):
 
 def test_cupy_input_is_accepted(cp):
     X, y = classification(n_classes=3)
-    for make in (lambda: DSGClassifier(**DSG, device="gpu", random_state=0),
-                 lambda: RBClassifier(n_grids=32, device="gpu", random_state=0),
-                 lambda: EigenProClassifier(method="rff", **EP, device="gpu", random_state=0)):
+    for make in (lambda: DSGClassifier(**DSG, engine={"device": "gpu"}, random_state=0),
+                 lambda: RBClassifier(n_components=32, engine={"device": "gpu"}, random_state=0),
+                 lambda: EigenProClassifier(method="rff", **EP, engine={"device": "gpu"}, random_state=0)):
         a = make().fit(cp.asarray(X), y)
         b = make().fit(X, y)
         assert (a.predict(cp.asarray(X)) == b.predict(X)).mean() > 0.99
@@ -146,8 +146,8 @@ def test_cupy_input_is_accepted(cp):
 
 def test_cpu_only_solvers_refuse_gpu_in_one_line():
     X, y = classification()
-    for est, match in ((RBRegressor(solver="cd", device="gpu"), "CPU only"),
-                       (ExactSVMClassifier(device="gpu"), "CPU only")):
+    for est, match in ((RBRegressor(solver="cd", engine={"device": "gpu"}), "CPU only"),
+                       (ExactSVMClassifier(engine={"device": "gpu"}), "CPU only")):
         with pytest.raises(DeviceError, match=match) as e:
             est.fit(X, y)
         assert "\n" not in str(e.value)

@@ -24,7 +24,7 @@ def test_feature_blocks_and_kernel_equal_cpu(cp):
 def test_dsg_reaches_95_percent_on_digits_from_cupy_input(cp):
     X, y = load_digits(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
-    clf = DSGClassifier(device="gpu", bandwidth="median*0.5", n_iter=150, t0=1000, random_state=0)
+    clf = DSGClassifier(engine={"device": "gpu"}, bandwidth="median*0.5", n_iter=150, t0=1000, random_state=0)
     clf.fit(cp.asarray(Xtr), ytr)
     assert clf.score(Xte, yte) >= 0.95
 
@@ -32,7 +32,7 @@ def test_dsg_reaches_95_percent_on_digits_from_cupy_input(cp):
 def test_dsg_converges_to_exact_kernel_ridge_on_gpu():
     X, y = regression(2000)
     exact = KernelRidge(kernel="rbf", gamma=1 / 8, alpha=20.0).fit(X, y).predict(X)
-    dsg = DSGRegressor(device="gpu", bandwidth=2.0, reg=1e-2, batch_size=1000, block_size=256,
+    dsg = DSGRegressor(engine={"device": "gpu"}, bandwidth=2.0, reg=1e-2, batch_size=1000, block_size=256,
                        n_iter=150, t0=100, random_state=0).fit(X, y)
     assert np.linalg.norm(dsg.predict(X) - exact) / np.linalg.norm(exact) < 0.05
 
@@ -49,7 +49,7 @@ def test_eigenpro_accelerates_sgd_on_gpu():
     bw = 0.5
     krr = KernelRidge(alpha=0.1, kernel="rbf", gamma=1 / (2 * bw**2)).fit(X, y)
     target = float(np.mean((krr.predict(X) - y) ** 2))
-    common = dict(bandwidth=bw, batch_size=64, n_epochs=1, subsample_size=600, device="gpu",
+    common = dict(bandwidth=bw, batch_size=64, n_iter="1 epochs", subsample_size=600, engine={"device": "gpu"},
                   random_state=0, warm_start=True)
     ep = EigenProRegressor(n_eigenvectors=100, **common)
     for epochs in range(1, 21):  # noqa: B007 (read after the loop)
@@ -58,7 +58,7 @@ def test_eigenpro_accelerates_sgd_on_gpu():
             break
     else:
         raise AssertionError("EigenPro did not reach the ridge training error in 20 epochs")
-    sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_epochs": 3 * epochs,
+    sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_iter": f"{3 * epochs} epochs",
                                                    "warm_start": False}).fit(X, y)
     assert np.mean((sgd.predict(X) - y) ** 2) > target
 

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse
-from sklearn.base import BaseEstimator, is_classifier
+from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from ..backend import namespace, predict_device, resolve_device
@@ -17,6 +17,7 @@ from ..kernels.selection import select
 from ..rng import seed_from
 from ..solvers._common import predict_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
+from ._params import KernelscaleEstimator
 
 
 def check_int(name: str, value, low: int = 1, allow=()) -> None:
@@ -81,14 +82,15 @@ def auto_kernel(est, X, Y, want_alpha: bool, kernel_name: str | None = None):
     return make_kernel(name, sigma), (alpha if want_alpha else None)
 
 
-class KernelEstimatorBase(BaseEstimator):
-    """Kernel, bandwidth, seed and device resolution; prediction through ``self.solver_``."""
+class KernelEstimatorBase(KernelscaleEstimator):
+    """Kernel, bandwidth, seed and engine resolution; prediction through ``self.solver_``."""
 
     def _setup_common(self, X, Y=None, reg="fixed"):
-        """Resolve device/dtype, seed, bandwidth and kernel; with ``reg="auto"`` also the
-        regulariser, returned as alpha = n nu (``kernels.selection``: held-out selection on a
-        slice for ``bandwidth="auto"`` / ``reg="auto"``, the median trick for "median")."""
-        self.device_, xp, dtype = device_and_dtype(self.device, self.dtype)
+        """Resolve the engine (device, dtype), seed, bandwidth and kernel; with ``reg="auto"``
+        also ``alpha_sel_`` = n nu (``kernels.selection``: held-out selection on a slice for
+        ``bandwidth="auto"`` / ``reg="auto"``, the median trick for "median")."""
+        engine = self._resolve_engine()
+        self.device_, xp, dtype = device_and_dtype(engine.device, engine.dtype)
         self.dtype_ = np.dtype(dtype).name
         self.seed_ = seed_from(self.random_state)
         self.kernel_, self.alpha_sel_ = auto_kernel(self, X, Y, reg == "auto")
@@ -98,7 +100,7 @@ class KernelEstimatorBase(BaseEstimator):
     def _xp(self, fitting=True):
         """Namespace to compute in; moves a model loaded on another machine to a usable device
         (to predict, the CPU where ``device`` is "gpu" but this host has none)."""
-        dev = (resolve_device if fitting else predict_device)(self.device)
+        dev = (resolve_device if fitting else predict_device)(self.engine_.device)
         xp = namespace(dev)
         self.solver_.to(xp)
         self.device_ = dev

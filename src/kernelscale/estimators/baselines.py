@@ -14,7 +14,7 @@ Classifiers encode labels as {-1, +1} (one column for two classes, one-vs-all ot
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.svm import SVC, SVR
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -37,13 +37,23 @@ from ._kernel_common import (
     KernelEstimatorBase,
     RegressorTargets,
     auto_kernel,
-    check_int,
-    check_positive,
     exact_max_n,
     n_features_rule,
     reject_sparse,
 )
+from ._params import (
+    ITERS,
+    REG,
+    REG_POSITIVE,
+    Int,
+    KernelscaleEstimator,
+    OneOf,
+    Real,
+    reg_and_ridge,
+    steps,
+)
 
+NYSTROM_CHUNK_ROWS = 8192  # Nystrom's default engine chunk_rows
 CLASSIFICATION_LOSSES = ("logistic", "hinge", "square", "squared_hinge")
 REGRESSION_LOSSES = ("square", "epsilon_insensitive", "huber")
 
@@ -54,15 +64,22 @@ def _check_loss(loss, allowed, who):
     return make_loss(loss)
 
 
+def ridge_alpha(est, n: int) -> float:
+    """The ridge of a summed-loss solve, scikit-learn's KernelRidge alpha = n nu; sets ``reg_``
+    = nu (``_params.reg_and_ridge``)."""
+    est.reg_, alpha = reg_and_ridge(est.reg, n, getattr(est, "alpha_sel_", None))
+    return alpha
+
+
 class _IterativeMixin:
-    """n_epochs / n_iter handling and the training loop over a BatchStream."""
+    """``n_iter`` handling and the training loop over a BatchStream."""
 
     iterative = True
+    _auto_epochs = 1  # n_iter="auto": this many passes over the data per fit
 
     def _n_iter(self, batches_per_epoch: int) -> int:
-        check_int("n_epochs", self.n_epochs, low=0)
-        check_int("n_iter", self.n_iter, low=0, allow=(None,))
-        return self.n_iter if self.n_iter is not None else int(self.n_epochs) * batches_per_epoch
+        self._validate_params()  # n_iter may change between warm-started fits
+        return steps(self.n_iter, batches_per_epoch, self._auto_epochs)
 
     def _train(self, stream, batches, name, hint):
         n_iter = self._n_iter(stream.batches_per_epoch)
@@ -87,39 +104,35 @@ solver : {"sgd", "svrg"}, default="sgd"
 n_components : "auto" or int, default="auto"
     D random features; "auto" = max(1000, ceil(sqrt(n) ln n)) (the count that keeps the exact
     kernel's learning rate, Rudi & Rosasco 2017); fitted: ``n_components_``.
-alpha : "auto" or float >= 0, default="auto"
-    L2 penalty (alpha/2)||W||^2 on the averaged loss, i.e. nu; "auto" = alpha_sel / n with
-    alpha_sel from ``kernels.selection`` (chosen with the bandwidth); fitted: ``alpha_``.
+reg : "auto", float >= 0 or "x/n", default="auto"
+    nu, the penalty (nu/2)||W||^2 of the averaged objective on the feature weights (the RKHS
+    norm of the random-feature model); "auto" = alpha_sel / n with alpha_sel from
+    ``kernels.selection`` (chosen with the bandwidth); fitted: ``reg_``.
 eta0 : "auto" or float, default="auto"
-    Step size; "auto" = m / (L (beta + (m - 1) lambda_1) + m alpha), the largest stable
-    mini-batch step (``solvers.rff_sgd``). A given eta0 is clamped to 1 / (2 alpha) so that the
-    shrink factor 1 - eta alpha stays in [1/2, 1]. SGD decays it as eta0 / (1 + alpha eta0 t);
+    Step size; "auto" = m / (L (beta + (m - 1) lambda_1) + m nu), the largest stable
+    mini-batch step (``solvers.rff_sgd``). A given eta0 is clamped to 1 / (2 nu) so that the
+    shrink factor 1 - eta nu stays in [1/2, 1]. SGD decays it as eta0 / (1 + nu eta0 t);
     SVRG keeps it constant. Fitted: ``eta0_``.
 batch_size : int, default=64
     m, rows per step.
 svrg_inner : "epoch" or int, default="epoch"
     Iterations between SVRG snapshots ("epoch" = one pass).
-n_epochs : int, default=20
-    Passes per ``fit`` call (when ``n_iter`` is None). Many passes, because with nu ~ 1/n the
-    problem is ill-conditioned and plain SGD is limited by optimisation, not by the features
-    (race tables in ``benchmarks/results/realdata-*``).
-n_iter : int or None, default=None
-    Iterations per ``fit`` call (overrides ``n_epochs``).
+n_iter : "auto", int >= 0 or "K epochs", default="auto"
+    Mini-batch steps per ``fit`` call. "auto" = 20 epochs, 20 ceil(n / m): with nu ~ 1/n the
+    problem is ill-conditioned (condition number ~ n), so plain SGD needs many passes and is
+    limited by optimisation before the features.
 kernel : str, default="gaussian"
     Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
 bandwidth : "auto", "median", "median*<f>" or float, default="auto"
     sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
     the rule behind each"); fitted: ``bandwidth_``.
-window_rows : int or None, default=None
-    Rows per read window for on-disk X (``stream.BatchStream``).
 warm_start : bool, default=False
     Each ``fit`` continues the fitted model.
 random_state : int, RandomState or None, default=None
-device : {"auto", "cpu", "gpu"}, default="auto"
-dtype : {"float64", "float32"}, default="float64"
-memory_budget : float or None, default=None
-    MB for reading on-disk X; picks ``window_rows`` when that is None (``kernelscale.budget``;
-    the feature matrix is batch_size x n_components).
+engine : dict, kernelscale.engine.Engine or None, default=None
+    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
+    X ``window_rows`` / ``memory_budget`` (the feature matrix is batch_size x n_components).
+    Fitted: ``engine_``.
 verbose : int, default=0
     0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
     (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
@@ -128,7 +141,7 @@ verbose : int, default=0
 _RFF_ATTRS = """\
 solver_ : solvers.rff_sgd.RFFSGD
     Holds the weights ``w`` over the random features.
-alpha_, eta0_, n_components_, bandwidth_ : the values used.
+reg_, eta0_, n_components_, bandwidth_ : the values used.
 n_iter_ : int
     Iterations so far.
 history_ : dict
@@ -149,49 +162,43 @@ _VERBOSE = """verbose : int, default=0
 class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
     """Implementation shared by ``RFFSGDClassifier`` / ``RFFSGDRegressor``."""
 
-    def __init__(self, loss=None, solver="sgd", n_components="auto", alpha="auto", eta0="auto",
-                 batch_size=64, svrg_inner="epoch", n_epochs=20, n_iter=None, kernel="gaussian",
-                 bandwidth="auto", window_rows=None, warm_start=False, random_state=None,
-                 device="auto", dtype="float64", memory_budget=None, verbose=0):
+    _auto_epochs = 20
+    _rules = {"solver": OneOf("sgd", "svrg"), "n_components": Int(1, "auto"), "reg": REG,
+              "eta0": Real(0, "auto", strict=True), "batch_size": Int(1),
+              "svrg_inner": Int(1, "epoch"), "n_iter": ITERS}
+
+    def __init__(self, loss=None, solver="sgd", n_components="auto", reg="auto", eta0="auto",
+                 batch_size=64, svrg_inner="epoch", n_iter="auto", kernel="gaussian",
+                 bandwidth="auto", warm_start=False, random_state=None, engine=None, verbose=0):
         self.loss = loss
         self.solver = solver
         self.n_components = n_components
-        self.alpha = alpha
+        self.reg = reg
         self.eta0 = eta0
         self.batch_size = batch_size
         self.svrg_inner = svrg_inner
-        self.n_epochs = n_epochs
         self.n_iter = n_iter
         self.kernel = kernel
         self.bandwidth = bandwidth
-        self.window_rows = window_rows
         self.warm_start = warm_start
         self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.memory_budget = memory_budget
+        self.engine = engine
         self.verbose = verbose
 
     def _fit(self, X, y):
         X, Y = self._fit_targets(X, y)
         n = int(X.shape[0])
         if self._fresh():
-            if self.solver not in ("sgd", "svrg"):
-                raise ValueError(f"solver={self.solver!r} must be 'sgd' or 'svrg'")
-            check_int("n_components", self.n_components, allow=("auto",))
-            check_int("batch_size", self.batch_size)
-            check_positive("alpha", self.alpha, zero_ok=True, allow=("auto",))
-            check_positive("eta0", self.eta0, allow=("auto",))
-            check_int("svrg_inner", self.svrg_inner, allow=("epoch",))
+            self._validate_params()
             loss = _check_loss(self._loss_name(), self._losses, type(self).__name__)
-            xp, dtype = self._setup_common(X, Y, reg=self.alpha)
-            self.alpha_ = self.alpha_sel_ / n if self.alpha == "auto" else float(self.alpha)
+            xp, dtype = self._setup_common(X, Y, reg=self.reg)
+            self.reg_ = reg_and_ridge(self.reg, n, self.alpha_sel_)[0]
             self.n_components_ = n_features_rule(n, self.n_components)
             blocks = FourierBlocks(self.kernel_, self.n_features_in_, self.n_components_,
                                    self.seed_, xp=xp, dtype=dtype)
             per_epoch = -(-n // min(int(self.batch_size), n))
             inner = per_epoch if self.svrg_inner == "epoch" else int(self.svrg_inner)
-            self.solver_ = RFFSGD(blocks, loss, Y.shape[1], alpha=self.alpha_,
+            self.solver_ = RFFSGD(blocks, loss, Y.shape[1], alpha=self.reg_,
                                   solver=self.solver, eta0=self.eta0, inner=inner,
                                   X_sample=RFFSGD.sample_rows(X, self.seed_), xp=xp,
                                   batch_size=min(int(self.batch_size), n))
@@ -199,7 +206,8 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
             self.history_ = {}
         xp = self._xp()
         dtype = np.dtype(self.dtype_)
-        window_rows = budget_window(self, X, int(self.batch_size), self.n_components_, dtype)
+        window_rows = budget_window(self.engine_, X, int(self.batch_size), self.n_components_,
+                                    dtype)
         stream = BatchStream(X, Y, batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
                              dtype=dtype, window_rows=window_rows)
         self.window_rows_ = stream.window_rows  # rows read per window (budget's choice)
@@ -211,13 +219,13 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
         self.solver_.data = (X, Y)
         try:
             self._train(stream, batches, f"RFF+{self.solver.upper()}",
-                        "set a smaller eta0 (or a larger alpha)")
+                        "set a smaller eta0 (or a larger reg)")
         finally:
             self.solver_.data = None
         return self
 
     def objective(self, X, y) -> float:
-        """The training objective F(W) = mean loss + (alpha/2)||W||^2 on (X, y)."""
+        """The training objective F(W) = mean loss + (nu/2)||W||^2 on (X, y), nu = ``reg_``."""
         check_is_fitted(self, "solver_")
         X = check_X(self, X, reset=False)
         Y = self._encode(y)
@@ -248,7 +256,7 @@ class RFFSGDClassifier(ClassifierTargets, ClassifierMixin, _RFFSGDBase):
     >>> from sklearn.datasets import make_classification
     >>> from kernelscale.estimators.baselines import RFFSGDClassifier
     >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
-    >>> clf = RFFSGDClassifier(n_components=100, n_epochs=2, random_state=0).fit(X, y)
+    >>> clf = RFFSGDClassifier(n_components=100, n_iter=8, random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.7)
     True
     """
@@ -294,7 +302,7 @@ class RFFSGDRegressor(RegressorTargets, RegressorMixin, _RFFSGDBase):
     >>> from sklearn.datasets import make_regression
     >>> from kernelscale.estimators.baselines import RFFSGDRegressor
     >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
-    >>> model = RFFSGDRegressor(n_components=100, n_epochs=2, random_state=0)
+    >>> model = RFFSGDRegressor(n_components=100, n_iter=8, random_state=0)
     >>> model.fit(X, y / y.std()).predict(X[:3]).shape
     (3,)
     """
@@ -332,11 +340,12 @@ n_components : "auto" or int >= 1, default="auto"
     keeps the exact kernel's learning rate (Rudi, Camoriano & Rosasco, NIPS 2015); 500 keeps
     small sets from a needlessly coarse approximation. With m = n the fit is exact kernel
     ridge. Fitted: ``n_components_``.
-alpha : "auto" or float >= 0, default="auto"
-    Ridge penalty, scikit-learn's ``KernelRidge`` alpha (= n nu for the averaged objective of
-    the DSG estimators). "auto": chosen with the bandwidth by held-out selection on a slice
-    (``kernels.selection``; README "Defaults, and the rule behind each"), used as it is: the
-    ridge is on the sum of losses, so it needs no 1/n scaling. Fitted: ``alpha_``.
+reg : "auto", float >= 0 or "x/n", default="auto"
+    nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2, solved over the
+    span of the landmarks; the ridge solved is scikit-learn's ``KernelRidge`` alpha = n nu.
+    "auto": alpha chosen with the bandwidth by held-out selection on a slice
+    (``kernels.selection``; README "Defaults, and the rule behind each"), nu = alpha / n.
+    Fitted: ``reg_``.
 {_COMMON_KERNEL}
 rcond : float, default=1e-12
     Eigenvalues of the landmarks' kernel matrix K_ZZ below rcond x its largest are dropped
@@ -344,16 +353,13 @@ rcond : float, default=1e-12
     1 / sqrt(s) of an eigenvalue at rounding level would amplify noise. 1e-12 is a few
     thousand times float64's precision (2.2e-16), so nothing that float64 resolves is cut.
     Fitted: ``rank_``, the eigenvalues kept.
-chunk_rows : int, default=8192
-    Rows of X per chunk when accumulating the normal equations (X is read chunk by chunk,
-    also from zarr / dask): the chunk's kernel block is chunk_rows x m numbers, 8192 x m x 8
-    bytes in float64 (62.5 MiB for m = 1,000).
 random_state : int, RandomState or None, default=None
     Seed of the landmark sample and of the "auto" / "median" selection's subsample.
-device : {{"auto", "cpu", "gpu"}}, default="auto"
-    "auto": the GPU when cupy finds one, else the CPU.
-dtype : {{"float64", "float32"}}, default="float64"
-    Precision of the kernel blocks and the solve."""
+engine : dict, kernelscale.engine.Engine or None, default=None
+    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype`` (of the kernel
+    blocks and the solve) and ``chunk_rows``, the rows of X per chunk of the normal equations
+    (X is read chunk by chunk, also from zarr / dask; default {NYSTROM_CHUNK_ROWS}: a chunk x m
+    kernel block, 62.5 MiB in float64 for m = 1,000). Fitted: ``engine_``."""
 
 _NYSTROM_ATTRS = """\
 solver_ : solvers.nystrom.NystromRidge
@@ -362,8 +368,8 @@ n_components_ : int
     m used (``n_components`` capped at n).
 rank_ : int
     Eigenvalues of K_ZZ kept (<= m): the dimension of the Nyström feature map.
-alpha_ : float
-    Ridge penalty used.
+reg_ : float
+    nu used (the ridge solved is n ``reg_``).
 kernel_ : kernels.shift_invariant.Kernel
     The kernel used; ``bandwidth_`` is its sigma.
 bandwidth_ : float
@@ -373,17 +379,17 @@ n_features_in_ : int"""
 class _NystromBase(KernelEstimatorBase):
     """Implementation shared by ``NystromRidgeClassifier`` / ``NystromRidgeRegressor``."""
 
-    def __init__(self, n_components="auto", alpha="auto", kernel="gaussian", bandwidth="auto",
-                 rcond=1e-12, chunk_rows=8192, random_state=None, device="auto", dtype="float64"):
+    _rules = {"n_components": Int(1, "auto"), "reg": REG, "rcond": Real(0)}
+
+    def __init__(self, n_components="auto", reg="auto", kernel="gaussian", bandwidth="auto",
+                 rcond=1e-12, random_state=None, engine=None):
         self.n_components = n_components
-        self.alpha = alpha
+        self.reg = reg
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.rcond = rcond
-        self.chunk_rows = chunk_rows
         self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
+        self.engine = engine
 
     def fit(self, X, y):
         """Fit the Nyström ridge model on (X, y) in one pass over X.
@@ -391,8 +397,8 @@ class _NystromBase(KernelEstimatorBase):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data; also an on-disk zarr / dask array, read ``chunk_rows`` rows at a
-            time (only the m landmark rows are held).
+            Training data; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows
+            at a time (only the m landmark rows are held).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets (classifier: class labels).
 
@@ -401,17 +407,15 @@ class _NystromBase(KernelEstimatorBase):
         self
         """
         X, Y = self._fit_targets(X, y)
-        check_int("n_components", self.n_components, allow=("auto",))
-        check_int("chunk_rows", self.chunk_rows)
-        check_positive("alpha", self.alpha, zero_ok=True, allow=("auto",))
-        xp, dtype = self._setup_common(X, Y, reg=self.alpha)
-        self.alpha_ = self.alpha_sel_ if self.alpha == "auto" else float(self.alpha)
+        self._validate_params()
+        xp, dtype = self._setup_common(X, Y, reg=self.reg)
         n = int(X.shape[0])
+        alpha = ridge_alpha(self, n)
         m = n_features_rule(n, self.n_components, floor=500)
         idx = subsample_indices(n, m, self.seed_)
         Z = xp.asarray(take_rows(X, idx), dtype=dtype)
         self.solver_ = NystromRidge(self.kernel_, Z, xp, rcond=float(self.rcond))
-        self.solver_.fit(X, Y, self.alpha_, dtype, int(self.chunk_rows))
+        self.solver_.fit(X, Y, alpha, dtype, self.engine_.chunk_rows or NYSTROM_CHUNK_ROWS)
         self.n_components_ = int(Z.shape[0])
         self.rank_ = self.solver_.rank
         return self
@@ -422,7 +426,7 @@ _NYSTROM_METHOD = """Nyström approximation + ridge regression (Williams & Seege
 
     m landmarks Z, K_ZZ = U diag(s) U^T, give the feature map phi(x) = diag(s)^{-1/2} U^T k(Z, x)
     whose inner products are the Nyström kernel K_xZ K_ZZ^+ K_Zx; the model is the ridge solution
-    min_w ||Phi w - Y||^2 + alpha ||w||^2, solved through its m x m normal equations summed
+    min_w ||Phi w - Y||^2 + n nu ||w||^2, solved through its m x m normal equations summed
     over row chunks of X."""
 
 
@@ -476,31 +480,30 @@ class NystromRidgeClassifier(ClassifierTargets, ClassifierMixin, _NystromBase):
 
 
 _EXACT_KRR_PARAMS = f"""\
-alpha : "auto" or float > 0, default="auto"
-    Ridge penalty of (K + alpha I) c = Y, scikit-learn's ``KernelRidge`` alpha (= n nu for the
-    averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2 of the DSG estimators).
-    "auto": chosen with the bandwidth by held-out selection on a slice (``kernels.selection``;
-    README "Defaults, and the rule behind each"), whose proxy is this very estimator on a
-    1,000-row slice. Must be > 0 (the Cholesky factorisation needs K + alpha I positive
-    definite). Fitted: ``alpha_``.
+reg : "auto", float > 0 or "x/n", default="auto"
+    nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2; the system solved
+    is (K + alpha I) c = Y with scikit-learn's ``KernelRidge`` alpha = n nu. "auto": alpha
+    chosen with the bandwidth by held-out selection on a slice (``kernels.selection``; README
+    "Defaults, and the rule behind each"), whose proxy is this very estimator on a 1,000-row
+    slice; nu = alpha / n. Must be > 0 (the Cholesky factorisation needs K + alpha I positive
+    definite). Fitted: ``reg_``.
 {_COMMON_KERNEL}
 max_n : "auto" or int >= 1, default="auto"
     Largest n accepted; more rows is a one-line error pointing at the scalable methods.
-    "auto" = the n whose n x n kernel matrix (in ``dtype``) takes at most 60 % of the memory
+    "auto" = the n whose n x n kernel matrix (in the engine's dtype) takes at most 60 % of the memory
     available when ``fit`` starts (``_kernel_common.exact_max_n``): the matrix is factored in
     place, so it is the one n^2 allocation, and 40 % stays for everything else.
 random_state : int, RandomState or None, default=None
     Seed of the "auto" / "median" selection's subsample (the solve itself has no randomness).
-device : {{"auto", "cpu", "gpu"}}, default="auto"
-    "auto": the GPU when cupy finds one, else the CPU.
-dtype : {{"float64", "float32"}}, default="float64"
-    Precision of the kernel matrix and the solve."""
+engine : dict, kernelscale.engine.Engine or None, default=None
+    Where and how to compute (``kernelscale.engine``): ``device`` and ``dtype`` (of the kernel
+    matrix and the solve). Fitted: ``engine_``."""
 
 _EXACT_KRR_ATTRS = """\
 solver_ : solvers.exact.ExactKRR
     The training rows ``X`` and the coefficients ``coef`` (n, C): f = sum_i c_i k(x_i, .).
-alpha_ : float
-    Ridge penalty used.
+reg_ : float
+    nu used (the ridge solved is n ``reg_``).
 kernel_ : kernels.shift_invariant.Kernel
     The kernel used; ``bandwidth_`` is its sigma.
 bandwidth_ : float
@@ -510,15 +513,16 @@ n_features_in_ : int"""
 class _ExactKRRBase(KernelEstimatorBase):
     """Implementation shared by ``ExactKRRClassifier`` / ``ExactKRRRegressor``."""
 
-    def __init__(self, alpha="auto", kernel="gaussian", bandwidth="auto", max_n="auto",
-                 random_state=None, device="auto", dtype="float64"):
-        self.alpha = alpha
+    _rules = {"reg": REG_POSITIVE, "max_n": Int(1, "auto")}
+
+    def __init__(self, reg="auto", kernel="gaussian", bandwidth="auto", max_n="auto",
+                 random_state=None, engine=None):
+        self.reg = reg
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.max_n = max_n
         self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
+        self.engine = engine
 
     def fit(self, X, y):
         """Fit by one direct solve of (K + alpha I) c = Y (Cholesky, in place).
@@ -534,20 +538,20 @@ class _ExactKRRBase(KernelEstimatorBase):
         -------
         self
         """
-        check_int("max_n", self.max_n, allow=("auto",))
+        self._validate_params()
         X, Y = self._fit_targets(X, y)
         n = int(X.shape[0])
-        max_n = exact_max_n(np.dtype(self.dtype).itemsize) if self.max_n == "auto" else self.max_n
+        itemsize = np.dtype(self._resolve_engine().dtype).itemsize
+        max_n = exact_max_n(itemsize) if self.max_n == "auto" else self.max_n
         if n > max_n:
-            gib = n * n * np.dtype(self.dtype).itemsize / 2**30
+            gib = n * n * itemsize / 2**30
             raise ValueError(f"exact kernel ridge needs the n x n kernel matrix ({n} rows -> "
                              f"{gib:.1f} GiB) and n > max_n={max_n}; use EigenPro, Nyström "
                              "or DSG for large n (or raise max_n)")
-        check_positive("alpha", self.alpha, allow=("auto",))
-        xp, dtype = self._setup_common(X, Y, reg=self.alpha)
-        self.alpha_ = self.alpha_sel_ if self.alpha == "auto" else float(self.alpha)
+        xp, dtype = self._setup_common(X, Y, reg=self.reg)
+        alpha = ridge_alpha(self, n)
         self.solver_ = ExactKRR(self.kernel_, load_rows(X, xp, dtype), xp)
-        self.solver_.fit(xp.asarray(Y, dtype=dtype), self.alpha_)
+        self.solver_.fit(xp.asarray(Y, dtype=dtype), alpha)
         return self
 
 
@@ -556,7 +560,7 @@ _EXACT_KRR_METHOD = """Exact kernel ridge regression by a direct solve (``solver
     of kernel regularized least squares (KRLS) is used to obtain the reference error"; the
     square-loss case of paper 003's problem (nu/2)||f||^2 + E loss(f(x), y), solved exactly).
 
-    f = sum_i c_i k(x_i, .) with (K + alpha I) c = Y, K the n x n kernel matrix of the
+    f = sum_i c_i k(x_i, .) with (K + n nu I) c = Y, K the n x n kernel matrix of the
     training rows: O(n^2) memory and O(n^3) time, so n is capped by ``max_n``."""
 
 
@@ -576,7 +580,7 @@ class ExactKRRRegressor(RegressorTargets, RegressorMixin, _ExactKRRBase):
     >>> from sklearn.datasets import make_regression
     >>> from kernelscale.estimators.baselines import ExactKRRRegressor
     >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
-    >>> model = ExactKRRRegressor(alpha=0.1, bandwidth="median", random_state=0)
+    >>> model = ExactKRRRegressor(reg=1e-3, bandwidth="median", random_state=0)
     >>> model.fit(X, y / y.std()).predict(X[:3]).shape
     (3,)
     """
@@ -621,12 +625,13 @@ class _KernelFunction:
 
 
 _SVM_PARAMS = """\
-C : "auto" or float > 0, default="auto"
-    LIBSVM's C, the weight of the summed loss against (1/2)||f||^2: lambda = 1 / (C n) in
-    Pegasos' units, nu = 1 / (C n) in the DSG estimators'. "auto" = 1 / alpha with alpha
-    (= n nu, scikit-learn's ``KernelRidge`` alpha) chosen with the bandwidth by held-out
-    selection on a slice (``kernels.selection``; README "Defaults, and the rule behind each"),
-    so that every estimator of a comparison regularises alike. Fitted: ``C_``.
+reg : "auto", float > 0 or "x/n", default="auto"
+    nu of the averaged objective (nu/2)||f||^2 + (1/n) sum loss, like every kernelscale
+    estimator; LIBSVM is run with C = 1 / (n nu) (its (1/2)||f||^2 + C sum loss is the same
+    problem times 1 / nu). "auto" = alpha / n with alpha (scikit-learn's ``KernelRidge`` alpha)
+    chosen with the bandwidth by held-out selection on a slice (``kernels.selection``; README
+    "Defaults, and the rule behind each"), i.e. C = 1 / alpha. Fitted: ``reg_`` and ``C_``.
+    (LIBSVM's ``C`` is not a parameter here: pass reg = 1 / (n C).)
 kernel : str, default="gaussian"
     Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
     "gaussian" runs as LIBSVM's own rbf with gamma = 1 / (2 sigma^2); the others as a callable
@@ -647,15 +652,17 @@ cache_size : float, default=500
 random_state : int, RandomState or None, default=None
     Seed of the "auto" / "median" selection's subsample (LIBSVM's own solve is deterministic
     here: no probability estimates, no shuffling).
-device : {"auto", "cpu"}, default="auto"
-    LIBSVM runs on the CPU only (``device_`` is "cpu"); "gpu" is a one-line DeviceError rather
-    than a silent CPU run."""
+engine : dict, kernelscale.engine.Engine or None, default=None
+    LIBSVM runs on the CPU only (``device_`` is "cpu"); an engine device "gpu" is a one-line
+    DeviceError rather than a silent CPU run. Fitted: ``engine_``."""
 
 _SVM_ATTRS = """\
 svm_ : sklearn.svm.SVC or sklearn.svm.SVR
     The fitted LIBSVM model (support vectors, dual coefficients).
+reg_ : float
+    nu used.
 C_ : float
-    C used.
+    LIBSVM's C = 1 / (n nu).
 kernel_ : kernels.shift_invariant.Kernel
     The kernel used; ``bandwidth_`` is its sigma.
 bandwidth_ : float
@@ -678,31 +685,38 @@ _SVM_FIT = """Fit LIBSVM on (X, y) (the data are loaded into memory).
         """
 
 
-class _ExactSVMBase(BaseEstimator):
+class _ExactSVMBase(KernelscaleEstimator):
     """Implementation shared by ``ExactSVMClassifier`` / ``ExactSVMRegressor``."""
 
-    def __init__(self, C="auto", kernel="gaussian", bandwidth="auto", epsilon=0.1, tol=1e-3,
-                 cache_size=500, random_state=None, device="auto"):
-        self.C = C
+    _rules = {"reg": REG_POSITIVE, "epsilon": Real(0), "tol": Real(0, strict=True),
+              "cache_size": Real(0, strict=True)}
+
+    def __init__(self, reg="auto", kernel="gaussian", bandwidth="auto", epsilon=0.1, tol=1e-3,
+                 cache_size=500, random_state=None, engine=None):
+        self.reg = reg
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.epsilon = epsilon
         self.tol = tol
         self.cache_size = cache_size
         self.random_state = random_state
-        self.device = device
+        self.engine = engine
 
     def _svm_kernel(self, X, Y):
-        """LIBSVM's kernel arguments; sets ``C_`` (C="auto": 1 / alpha of the held-out selection,
-        i.e. lambda = 1 / (C n) = alpha / n, the nu every kernelscale estimator uses)."""
-        if resolve_device(self.device) == "gpu" and self.device == "gpu":
-            raise DeviceError("ExactSVM (LIBSVM) runs on the CPU only; use device='cpu'")
+        """LIBSVM's kernel arguments; sets ``reg_`` and ``C_`` = 1 / (n reg_) (reg="auto":
+        C = 1 / alpha of the held-out selection)."""
+        device = self._resolve_engine().device
+        if resolve_device(device) == "gpu" and device == "gpu":
+            raise DeviceError("ExactSVM (LIBSVM) runs on the CPU only; use engine={'device': "
+                              "'cpu'}")
         self.device_ = "cpu"
-        check_positive("C", self.C, allow=("auto",))
+        self._validate_params()
         self.seed_ = seed_from(self.random_state)
-        self.kernel_, alpha = auto_kernel(self, X, Y, self.C == "auto")
+        self.kernel_, alpha = auto_kernel(self, X, Y, self.reg == "auto")
         self.bandwidth_ = self.kernel_.bandwidth
-        self.C_ = 1.0 / alpha if self.C == "auto" else float(self.C)
+        n = int(X.shape[0])
+        self.reg_, ridge = reg_and_ridge(self.reg, n, alpha)
+        self.C_ = 1.0 / ridge
         if self.kernel_.name == "gaussian":
             return {"kernel": "rbf", "gamma": 1.0 / (2.0 * self.bandwidth_**2)}
         return {"kernel": _KernelFunction(self.kernel_)}
@@ -737,7 +751,7 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
     >>> from sklearn.datasets import make_classification
     >>> from kernelscale.estimators.baselines import ExactSVMClassifier
     >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
-    >>> clf = ExactSVMClassifier(C=10.0, bandwidth="median", random_state=0).fit(X, y)
+    >>> clf = ExactSVMClassifier(reg=1e-3, bandwidth="median", random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.7)
     True
     """
@@ -785,7 +799,7 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
     >>> from sklearn.datasets import make_regression
     >>> from kernelscale.estimators.baselines import ExactSVMRegressor
     >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
-    >>> model = ExactSVMRegressor(C=10.0, bandwidth="median", random_state=0)
+    >>> model = ExactSVMRegressor(reg=1e-3, bandwidth="median", random_state=0)
     >>> model.fit(X, y / y.std()).predict(X[:3]).shape
     (3,)
     """
@@ -811,27 +825,27 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
 
     Parameters
     ----------
-    lam : "auto" or float > 0, default="auto"
-        Pegasos' lambda (= 1 / (C n) for LIBSVM's C); "auto" = alpha_sel / n with alpha_sel
-        from ``kernels.selection`` (chosen with the bandwidth); fitted: ``lam_``. The step is
-        Pegasos' own 1 / (lam t).
+    reg : "auto", float > 0 or "x/n", default="auto"
+        nu of the averaged objective, Pegasos' lambda (= 1 / (C n) for LIBSVM's C); "auto" =
+        alpha_sel / n with alpha_sel from ``kernels.selection`` (chosen with the bandwidth);
+        fitted: ``reg_``. The step is Pegasos' own 1 / (nu t).
     batch_size : int, default=32
-    n_epochs : int, default=5
-        Passes per ``fit`` call (when ``n_iter`` is None).
-    n_iter : int or None, default=None
-        Iterations per ``fit`` call (overrides ``n_epochs``).
+    n_iter : "auto", int >= 0 or "K epochs", default="auto"
+        Mini-batch steps per ``fit`` call; "auto" = 5 epochs, 5 ceil(n / batch_size) (Pegasos'
+        error bound falls as 1 / (nu t): a few passes suffice at the selected nu).
 {doc_indent(_COMMON_KERNEL)}
     warm_start : bool, default=False
     random_state : int, RandomState or None, default=None
-    device : {{"auto", "cpu", "gpu"}}, default="auto"
-    dtype : {{"float64", "float32"}}, default="float64"
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``. Fitted:
+        ``engine_``.
 {doc_indent(_VERBOSE)}
 
     Attributes
     ----------
     classes_ : ndarray
     solver_ : solvers.pegasos.KernelPegasos
-    lam_, bandwidth_ : the values used.
+    reg_, bandwidth_ : the values used.
     n_support_ : int
         Training points with a non-zero coefficient.
     n_iter_ : int
@@ -844,24 +858,24 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
     >>> from sklearn.datasets import make_classification
     >>> from kernelscale.estimators.baselines import PegasosClassifier
     >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
-    >>> clf = PegasosClassifier(n_epochs=2, random_state=0).fit(X, y)
+    >>> clf = PegasosClassifier(n_iter=14, random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.7)
     True
     """
 
-    def __init__(self, lam="auto", batch_size=32, n_epochs=5, n_iter=None, kernel="gaussian",
-                 bandwidth="auto", warm_start=False, random_state=None, device="auto",
-                 dtype="float64", verbose=0):
-        self.lam = lam
+    _auto_epochs = 5
+    _rules = {"reg": REG_POSITIVE, "batch_size": Int(1), "n_iter": ITERS}
+
+    def __init__(self, reg="auto", batch_size=32, n_iter="auto", kernel="gaussian",
+                 bandwidth="auto", warm_start=False, random_state=None, engine=None, verbose=0):
+        self.reg = reg
         self.batch_size = batch_size
-        self.n_epochs = n_epochs
         self.n_iter = n_iter
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.warm_start = warm_start
         self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
+        self.engine = engine
         self.verbose = verbose
 
     def fit(self, X, y):
@@ -880,18 +894,17 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
         """
         X, Y = self._fit_targets(X, y)
         if self._fresh():
-            check_positive("lam", self.lam, allow=("auto",))
-            check_int("batch_size", self.batch_size)
-            xp, dtype = self._setup_common(X, Y, reg=self.lam)
-            self.lam_ = self.alpha_sel_ / int(X.shape[0]) if self.lam == "auto" else float(self.lam)
+            self._validate_params()
+            xp, dtype = self._setup_common(X, Y, reg=self.reg)
+            self.reg_ = reg_and_ridge(self.reg, int(X.shape[0]), self.alpha_sel_)[0]
             self.solver_ = KernelPegasos(self.kernel_, load_rows(X, xp, dtype),
-                                         xp.asarray(Y, dtype=dtype), self.lam_, xp)
+                                         xp.asarray(Y, dtype=dtype), self.reg_, xp)
             self.history_ = {}
         xp = self._xp()
         stream = BatchStream(self.solver_.X, np.arange(int(X.shape[0])),
                              batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
                              dtype=np.dtype(self.dtype_), check_finite=False)
-        self._train(stream, stream.batch, "Pegasos", "set a larger lam")
+        self._train(stream, stream.batch, "Pegasos", "set a larger reg")
         self.n_support_ = int((self.solver_.xp.abs(self.solver_.a).sum(axis=1) > 0).sum())
         return self
 
@@ -900,12 +913,13 @@ _NORMA_PARAMS = """\
 loss : str or None, default=None
     Classifier: "hinge" (default), "logistic", "squared_hinge"; regressor: "square" (default),
     "epsilon_insensitive", "huber".
-lam : "auto" or float >= 0, default="auto"
-    RKHS penalty (lam/2)||f||^2; "auto" = alpha_sel / n with alpha_sel from
-    ``kernels.selection`` (chosen with the bandwidth); fitted: ``lam_``.
+reg : "auto", float >= 0 or "x/n", default="auto"
+    nu, the RKHS penalty (nu/2)||f||^2 of the averaged objective (NORMA's lambda); "auto" =
+    alpha_sel / n with alpha_sel from ``kernels.selection`` (chosen with the bandwidth);
+    fitted: ``reg_``.
 eta0 : float, default=0.5
-    Step size; each step is clamped to eta <= 1 / (2 lam) so that the shrink factor
-    1 - eta lam stays in [1/2, 1].
+    Step size; each step is clamped to eta <= 1 / (2 nu) so that the shrink factor
+    1 - eta nu stays in [1/2, 1].
 schedule : {"constant", "invsqrt"}, default="constant"
     eta_t = eta0 ("constant": the setting of NORMA's truncation bound - with a decaying step
     the newest terms are the smallest, so truncation drops the important early ones) or
@@ -914,21 +928,20 @@ budget : int, default=1000
     At most this many kernel terms in the expansion (the oldest are dropped).
 batch_size : int, default=8
     Points per step.
-n_epochs : int, default=3
-    Passes per ``fit`` call (when ``n_iter`` is None).
-n_iter : int or None, default=None
-    Iterations per ``fit`` call (overrides ``n_epochs``).
+n_iter : "auto", int >= 0 or "K epochs", default="auto"
+    Mini-batch steps per ``fit`` call; "auto" = 3 epochs, 3 ceil(n / batch_size) (with the
+    constant step the truncated expansion forgets all but the last ``budget`` points, so more
+    passes do not help).
 kernel : str, default="gaussian"
     Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
 bandwidth : "auto", "median", "median*<f>" or float, default="auto"
     sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
     the rule behind each"); fitted: ``bandwidth_``.
-window_rows : int or None, default=None
-    Rows per read window for on-disk X (``stream.BatchStream``).
 warm_start : bool, default=False
 random_state : int, RandomState or None, default=None
-device : {"auto", "cpu", "gpu"}, default="auto"
-dtype : {"float64", "float32"}, default="float64"
+engine : dict, kernelscale.engine.Engine or None, default=None
+    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk X
+    ``window_rows``. Fitted: ``engine_``.
 verbose : int, default=0
     0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
     (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
@@ -937,7 +950,7 @@ verbose : int, default=0
 _NORMA_ATTRS = """\
 solver_ : solvers.norma.NORMA
     The truncated expansion (centres, coefficients).
-lam_, bandwidth_ : the values used.
+reg_, bandwidth_ : the values used.
 n_iter_ : int
 history_ : dict
     Per-iteration records: iter, time, objective (batch loss), step.
@@ -948,25 +961,25 @@ class _NORMABase(_IterativeMixin, KernelEstimatorBase):
     """Implementation shared by ``NORMAClassifier`` / ``NORMARegressor``: NORMA kernel SGD with a
     truncated expansion (``solvers.norma``), reading mini-batches from a BatchStream."""
 
-    def __init__(self, loss=None, lam="auto", eta0=0.5, schedule="constant", budget=1000,
-                 batch_size=8, n_epochs=3, n_iter=None, kernel="gaussian", bandwidth="auto",
-                 window_rows=None, warm_start=False, random_state=None, device="auto",
-                 dtype="float64", verbose=0):
+    _auto_epochs = 3
+    _rules = {"reg": REG, "eta0": Real(0, strict=True), "schedule": OneOf("invsqrt", "constant"),
+              "budget": Int(1), "batch_size": Int(1), "n_iter": ITERS}
+
+    def __init__(self, loss=None, reg="auto", eta0=0.5, schedule="constant", budget=1000,
+                 batch_size=8, n_iter="auto", kernel="gaussian", bandwidth="auto",
+                 warm_start=False, random_state=None, engine=None, verbose=0):
         self.loss = loss
-        self.lam = lam
+        self.reg = reg
         self.eta0 = eta0
         self.schedule = schedule
         self.budget = budget
         self.batch_size = batch_size
-        self.n_epochs = n_epochs
         self.n_iter = n_iter
         self.kernel = kernel
         self.bandwidth = bandwidth
-        self.window_rows = window_rows
         self.warm_start = warm_start
         self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
+        self.engine = engine
         self.verbose = verbose
 
     def fit(self, X, y):
@@ -986,23 +999,18 @@ class _NORMABase(_IterativeMixin, KernelEstimatorBase):
         X, Y = self._fit_targets(X, y)
         if self._fresh():
             loss = _check_loss(self._loss_name(), self._losses, type(self).__name__)
-            check_positive("lam", self.lam, zero_ok=True, allow=("auto",))
-            check_positive("eta0", self.eta0)
-            check_int("budget", self.budget)
-            check_int("batch_size", self.batch_size)
-            if self.schedule not in ("invsqrt", "constant"):
-                raise ValueError(f"schedule={self.schedule!r} must be 'invsqrt' or 'constant'")
-            xp, dtype = self._setup_common(X, Y, reg=self.lam)
-            self.lam_ = self.alpha_sel_ / int(X.shape[0]) if self.lam == "auto" else float(self.lam)
+            self._validate_params()
+            xp, dtype = self._setup_common(X, Y, reg=self.reg)
+            self.reg_ = reg_and_ridge(self.reg, int(X.shape[0]), self.alpha_sel_)[0]
             self.solver_ = NORMA(self.kernel_, loss, self.n_features_in_, Y.shape[1],
-                                 lam=self.lam_, eta0=float(self.eta0),
+                                 lam=self.reg_, eta0=float(self.eta0),
                                  schedule=self.schedule, budget=int(self.budget), xp=xp,
                                  dtype=dtype)
             self.history_ = {}
         xp = self._xp()
         dtype = np.dtype(self.dtype_)
         stream = BatchStream(X, Y, batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
-                             dtype=dtype, window_rows=self.window_rows)
+                             dtype=dtype, window_rows=self.engine_.window_rows)
 
         def batches(t):
             Xb, Yb = stream.batch(t)

@@ -9,10 +9,8 @@ checkpoints between them) yields the same model as one long ``fit``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
+from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -28,6 +26,7 @@ from ..stream import BatchStream, predict_rows, take_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
 from ._base import doc_indent as _indent
 from ._kernel_common import auto_kernel
+from ._params import ITERS, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, steps
 
 _PREDICT_CHUNK = 8192
 # rows whose block covariance gives precondition="eigenpro" its P: resolves eigenvalues down to
@@ -48,10 +47,12 @@ bandwidth : "auto", "median", "median*<f>" or float, default="auto"
     Kernel width sigma. "auto": held-out selection on a slice among the median and narrower
     multiples (``kernels.selection``; README "Defaults, and the rule behind each"); "median":
     the median trick ("median*4" for a multiple); or a positive number. Fitted: ``bandwidth_``.
-reg : "auto" or float >= 0, default="auto"
+reg : "auto", float >= 0 or "x/n", default="auto"
     nu, the RKHS regularisation (nu/2)||f||^2 of the averaged objective. "auto" = alpha / n
     with alpha (= KernelRidge's alpha) chosen with the bandwidth: nu scales as 1/n like SVM's
-    lambda = 1 / (C n), where a fixed nu over-regularises large n. Fitted: ``reg_``.
+    lambda = 1 / (C n), where a fixed nu over-regularises large n. "x/n": nu = x / n, x in the
+    summed-loss scale (KernelRidge's alpha). The same ``reg`` means the same nu in every
+    kernelscale estimator (``docs/architecture.md``). Fitted: ``reg_``.
 loss : str or None, default=None
     Loss name (estimator-specific choices, see the class summary).
 loss_params : dict or None, default=None
@@ -60,11 +61,12 @@ batch_size : int, default=256
     B, points per iteration.
 block_size : int, default=256
     F, random features per new block.
-n_iter : "auto" or int >= 0, default="auto"
+n_iter : "auto", int >= 0 or "K epochs", default="auto"
     Iterations per ``fit`` call. "auto" = one epoch, ceil(n / B), at least 100 (so that f has
     >= 100 F features, enough for the kernel's spectrum on these data) and at most 400
     (iteration t costs O(t B F d): DSG's total cost is quadratic in n_iter, the weakness
-    UDSG/CDSG address); the value used is ``n_iter_per_fit_``.
+    UDSG/CDSG address); "K epochs" = ceil(K ceil(n / B)) iterations. The value used is
+    ``n_iter_per_fit_``.
 eta0 : "auto" or float, default="auto"
     Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
     "auto" is the largest stable step: EigenPro's mini-batch bound
@@ -94,19 +96,17 @@ precondition : "auto", "eigenpro" or bool, default="auto"
 max_step_ratio : float or None, default=None
     CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
     only at the stability limit eta0.
-window_rows : int or None, default=None
-    Rows read from disk per window (default: all for in-memory data, a chunk for on-disk
-    data); see ``stream.BatchStream``.
 random_state : int, RandomState or None, default=None
-device : {"auto", "cpu", "gpu"}, default="auto"
-dtype : {"float64", "float32"}, default="float64"
+    Seed of the feature blocks (block i is regenerated from (seed, i)), of the batch order
+    and of the "auto" selection's subsample.
 warm_start : bool, default=False
     Each ``fit`` continues the fitted model for another ``n_iter`` iterations on the same batch
     sequence (a run cut into segments gives the same model as one long fit).
-memory_budget : float or None, default=None
-    MB for reading on-disk X (two windows, chunk decoding, the batch's feature matrix); picks
-    ``window_rows`` when that is None (``kernelscale.budget``). In-memory X is already
-    resident, so it keeps its default window (a global shuffle).
+engine : dict, kernelscale.engine.Engine or None, default=None
+    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
+    X ``window_rows`` / ``memory_budget`` (MB for two windows, chunk decoding and the batch's
+    features; picks ``window_rows``). In-memory X keeps its default window (a global
+    shuffle). None: the ``engine_context`` / ``set_engine`` options. Fitted: ``engine_``.
 verbose : int, default=0
     0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
     (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
@@ -130,7 +130,7 @@ history_ : dict
 n_features_in_ : int"""
 
 
-class _DSGBase(BaseEstimator):
+class _DSGBase(KernelscaleEstimator):
     """Implementation shared by the DSG estimators (parameters: see ``DSGRegressor``)."""
 
     iterative = True
@@ -139,8 +139,8 @@ class _DSGBase(BaseEstimator):
     def __init__(self, variant="dsg", kernel="gaussian", bandwidth="auto", reg="auto", loss=None,
                  loss_params=None, batch_size=256, block_size=256, n_iter="auto", eta0="auto",
                  step_schedule="inverse", t0=100.0, n_new=1, n_reuse=1, precondition="auto",
-                 max_step_ratio=None, window_rows=None, random_state=None, device="auto",
-                 dtype="float64", warm_start=False, memory_budget=None, verbose=0):
+                 max_step_ratio=None, random_state=None, warm_start=False, engine=None,
+                 verbose=0):
         self.variant = variant
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -157,48 +157,35 @@ class _DSGBase(BaseEstimator):
         self.n_reuse = n_reuse
         self.precondition = precondition
         self.max_step_ratio = max_step_ratio
-        self.window_rows = window_rows
         self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
         self.warm_start = warm_start
-        self.memory_budget = memory_budget
+        self.engine = engine
         self.verbose = verbose
 
     # -- set-up -------------------------------------------------------------------------
-    def _check_params(self):
-        for name in ("batch_size", "block_size"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name}={v!r} must be a positive integer")
-        if self.n_iter != "auto" and (not isinstance(self.n_iter, (int, np.integer))
-                                      or isinstance(self.n_iter, bool) or self.n_iter < 0):
-            raise ValueError(f"n_iter={self.n_iter!r} must be 'auto' or a non-negative integer")
-        if self.reg != "auto" and (not isinstance(self.reg, (int, float)) or isinstance(self.reg, bool)
-                                   or not math.isfinite(self.reg) or self.reg < 0):
-            raise ValueError(f"reg={self.reg!r} must be 'auto' or a finite number >= 0")
-        if self.precondition not in ("auto", True, False, "eigenpro"):
-            raise ValueError(f"precondition={self.precondition!r} must be 'auto', True, False "
-                             "or 'eigenpro'")
-        if self.max_step_ratio is not None and not (
-                isinstance(self.max_step_ratio, (int, float)) and self.max_step_ratio > 0):
-            raise ValueError(f"max_step_ratio={self.max_step_ratio!r} must be None or a number > 0")
+    _rules = {"variant": OneOf("dsg", "udsg", "cdsg"), "reg": REG, "batch_size": Int(1),
+              "block_size": Int(1), "n_iter": ITERS, "eta0": Real(0, "auto", strict=True),
+              "t0": Real(0, strict=True), "n_new": Int(1), "n_reuse": Int(0),
+              "precondition": OneOf("auto", True, False, "eigenpro"),
+              "max_step_ratio": Real(0, strict=True, none=True)}
 
     def _loss_name(self, n_classes=None):
         return self.loss or self._default_loss
 
     def _init_model(self, X, n_outputs: int, loss_name: str, Y=None):
-        self._check_params()
+        self._validate_params()
         loss = make_loss(loss_name, **(self.loss_params or {}))
         self._check_loss(loss)
-        self.device_, xp, dtype = device_and_dtype(self.device, self.dtype)
+        engine = self._resolve_engine()
+        self.device_, xp, dtype = device_and_dtype(engine.device, engine.dtype)
         self.seed_ = seed_from(self.random_state)
         n = int(X.shape[0])
         self.kernel_, alpha = auto_kernel(self, X, Y, self.reg == "auto")
         self.bandwidth_ = self.kernel_.bandwidth
-        self.reg_ = alpha / n if self.reg == "auto" else float(self.reg)
-        self.n_iter_per_fit_ = (min(400, max(100, -(-n // int(self.batch_size))))
-                                if self.n_iter == "auto" else int(self.n_iter))
+        self.reg_ = reg_and_ridge(self.reg, n, alpha)[0]
+        self._per_epoch = -(-n // int(self.batch_size))
+        self.n_iter_per_fit_ = (min(400, max(100, self._per_epoch)) if self.n_iter == "auto"
+                                else steps(self.n_iter, self._per_epoch, 1))
         if self.precondition == "auto":
             regression = "eigenpro" if int(self.batch_size) >= EIGENPRO_MIN_BATCH else False
             precondition = {"classification": True, "regression": regression}.get(loss.task,
@@ -226,7 +213,7 @@ class _DSGBase(BaseEstimator):
     def _xp(self, fitting=True):
         """Namespace to compute in; moves a model loaded on another machine to a usable device
         (to predict, the CPU where ``device`` is "gpu" but this host has none)."""
-        dev = (resolve_device if fitting else predict_device)(self.device)
+        dev = (resolve_device if fitting else predict_device)(self.engine_.device)
         xp = namespace(dev)
         if self.model_.xp is not xp:
             self.model_.to(xp)
@@ -235,7 +222,7 @@ class _DSGBase(BaseEstimator):
 
     def _train(self, X, y_stream, encode, n_iter, stream_seed):
         xp = self._xp()
-        window_rows = budget_window(self, X, int(self.batch_size), int(self.block_size),
+        window_rows = budget_window(self.engine_, X, int(self.batch_size), int(self.block_size),
                                     self.model_.blocks.dtype, self._work_bytes(X))
         stream = BatchStream(X, y_stream, batch_size=int(self.batch_size), seed=stream_seed, xp=xp,
                              dtype=self.model_.blocks.dtype, window_rows=window_rows)
@@ -281,8 +268,8 @@ class _DSGBase(BaseEstimator):
         """Iterations of this ``fit`` call: ``n_iter`` as set now (a warm-started fit may change
         it); "auto" keeps the count resolved on the first fit."""
         if self.n_iter != "auto":
-            self._check_params()
-            self.n_iter_per_fit_ = int(self.n_iter)
+            self._validate_params()
+            self.n_iter_per_fit_ = steps(self.n_iter, self._per_epoch, 1)
         return self.n_iter_per_fit_
 
     def _fresh(self) -> bool:

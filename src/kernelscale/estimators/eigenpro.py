@@ -5,8 +5,8 @@
 so X is loaded onto the device once); ``method="rff"``: a linear model on ``n_components`` random
 Fourier features, trained from mini-batches of a ``BatchStream`` so X may stay on disk (zarr, dask).
 Batch size and step size default to the paper's §4 choice (``kernelscale.preconditioners``).
-With ``warm_start=True`` each ``fit`` continues for another ``n_iter`` iterations (or ``n_epochs``
-epochs) on the same seeded batch sequence: segments give the model of one long run.
+With ``warm_start=True`` each ``fit`` continues for another ``n_iter`` iterations on the same
+seeded batch sequence: segments give the model of one long run.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from ._kernel_common import (
     ClassifierTargets,
     KernelEstimatorBase,
     RegressorTargets,
-    check_int,
-    check_positive,
 )
+from ._params import ITERS, Int, OneOf, Real, steps
 
 METHODS = ("kernel", "rff")
 DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # paper 004 §6: tau = 1 primal/kernel, 1/4 for RF
+AUTO_EPOCHS = 10  # n_iter="auto": epochs per fit
 
 
 _EP_PARAMS = """\
@@ -40,8 +40,8 @@ kernel : str, default="gaussian"
     Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
 bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
     sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
-    the rule behind each"). EigenPro has no explicit regulariser: like the paper (§5), it stops
-    after ``n_epochs`` (early stopping regularises).
+    the rule behind each"). EigenPro has no ``reg``: it solves the interpolation problem
+    (nu -> 0) and, like the paper (§5), stops after a few epochs (early stopping regularises).
 n_eigenvectors : int, default=160
     k, top eigendirections flattened by the preconditioner (paper: 160); capped so that
     lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``; the value used is
@@ -57,24 +57,21 @@ batch_size : "auto" or int, default="auto"
     its own size.
 eta : "auto" or float, default="auto"
     Step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see ``preconditioners``).
-n_epochs : int, default=10
-    Passes over the data per ``fit`` call (used when ``n_iter`` is None).
-n_iter : int or None, default=None
-    Iterations per ``fit`` call (overrides ``n_epochs``).
+n_iter : "auto", int >= 0 or "K epochs", default="auto"
+    Iterations (mini-batch steps) per ``fit`` call. "auto" = 10 epochs, 10 ceil(n / m): the
+    paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
+    (pipeline's) held-out curve.
 n_components : int, default=2000
     D, random features for ``method="rff"``.
 eig_method : {"auto", "eigh", "randomized"}, default="auto"
     Top-k eigensystem of the subsample.
-window_rows : int or None, default=None
-    Rows per read window for on-disk X (``stream.BatchStream``).
 warm_start : bool, default=False
-    Each ``fit`` continues for another ``n_iter`` iterations (or ``n_epochs`` passes).
+    Each ``fit`` continues for another ``n_iter`` iterations.
 random_state : int, RandomState or None, default=None
-device : {"auto", "cpu", "gpu"}, default="auto"
-dtype : {"float64", "float32"}, default="float64"
-memory_budget : float or None, default=None
-    MB for reading on-disk X with ``method="rff"``; picks ``window_rows`` when that is None
-    (``kernelscale.budget``; the feature matrix is batch x n_components).
+engine : dict, kernelscale.engine.Engine or None, default=None
+    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``; with
+    ``method="rff"`` and on-disk X also ``window_rows`` / ``memory_budget`` (the feature
+    matrix is batch x n_components). Fitted: ``engine_``.
 verbose : int, default=0
     0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
     (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
@@ -109,10 +106,9 @@ class _EigenProBase(KernelEstimatorBase):
     _coding = None
 
     def __init__(self, method="kernel", kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
-                 subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_epochs=10,
-                 n_iter=None, n_components=2000, eig_method="auto", window_rows=None,
-                 warm_start=False, random_state=None, device="auto", dtype="float64",
-                 memory_budget=None, verbose=0):
+                 subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_iter="auto",
+                 n_components=2000, eig_method="auto", warm_start=False, random_state=None,
+                 engine=None, verbose=0):
         self.method = method
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -121,34 +117,21 @@ class _EigenProBase(KernelEstimatorBase):
         self.tau = tau
         self.batch_size = batch_size
         self.eta = eta
-        self.n_epochs = n_epochs
         self.n_iter = n_iter
         self.n_components = n_components
         self.eig_method = eig_method
-        self.window_rows = window_rows
         self.warm_start = warm_start
         self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.memory_budget = memory_budget
+        self.engine = engine
         self.verbose = verbose
 
-    def _check_params(self):
-        if self.method not in METHODS:
-            raise ValueError(f"method={self.method!r} must be one of {METHODS}")
-        check_int("n_eigenvectors", self.n_eigenvectors, low=0)
-        check_int("subsample_size", self.subsample_size, low=1)
-        check_int("batch_size", self.batch_size, allow=("auto",))
-        check_positive("eta", self.eta, allow=("auto",))
-        check_positive("tau", self.tau, allow=("auto",))
-        if self.tau != "auto" and self.tau > 1:
-            raise ValueError(f"tau={self.tau!r} must be in (0, 1]")
-        check_int("n_epochs", self.n_epochs, low=0)
-        check_int("n_iter", self.n_iter, low=0, allow=(None,))
-        check_int("n_components", self.n_components, low=1)
+    _rules = {"method": OneOf(*METHODS), "n_eigenvectors": Int(0), "subsample_size": Int(1),
+              "batch_size": Int(1, "auto"), "eta": Real(0, "auto", strict=True),
+              "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
+              "n_components": Int(1), "eig_method": OneOf("auto", "eigh", "randomized")}
 
     def _setup(self, X, Y):
-        self._check_params()
+        self._validate_params()
         xp, dtype = self._setup_common(X, Y)
         tau = DEFAULT_TAU[self.method] if self.tau == "auto" else float(self.tau)
         common = dict(n_eigenvectors=int(self.n_eigenvectors), tau=tau,
@@ -184,7 +167,7 @@ class _EigenProBase(KernelEstimatorBase):
                 return stream.batch(t)
         else:
             stream = BatchStream(X, Y, batch_size=solver.batch_size, seed=self.seed_, xp=xp,
-                                 dtype=dtype, window_rows=budget_window(self, X, solver.batch_size,
+                                 dtype=dtype, window_rows=budget_window(self.engine_, X, solver.batch_size,
                                                                         self.n_components, dtype))
             self.window_rows_ = stream.window_rows  # rows read per window (budget's choice)
 
@@ -192,8 +175,8 @@ class _EigenProBase(KernelEstimatorBase):
                 Xb, Yb = stream.batch(t)
                 return Xb, xp.asarray(Yb, dtype=dtype)
 
-        n_iter = self.n_iter if self.n_iter is not None else \
-            int(self.n_epochs) * stream.batches_per_epoch
+        self._validate_params()  # n_iter may change between warm-started fits
+        n_iter = steps(self.n_iter, stream.batches_per_epoch, AUTO_EPOCHS)
         progress = Progress("EigenPro", n_iter, getattr(self, "verbose", 0))
         try:
             run_loop(solver, batches, n_iter, self.history_, "EigenPro", on_step=progress,
@@ -225,7 +208,7 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
     >>> from sklearn.datasets import make_regression
     >>> from kernelscale.estimators.eigenpro import EigenProRegressor
     >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
-    >>> model = EigenProRegressor(n_epochs=2, subsample_size=100, n_eigenvectors=10,
+    >>> model = EigenProRegressor(n_iter=8, subsample_size=100, n_eigenvectors=10,
     ...                           random_state=0).fit(X, y / y.std())
     >>> model.predict(X[:3]).shape
     (3,)
@@ -266,7 +249,7 @@ class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
     >>> from sklearn.datasets import make_classification
     >>> from kernelscale.estimators.eigenpro import EigenProClassifier
     >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
-    >>> clf = EigenProClassifier(n_epochs=2, subsample_size=100, n_eigenvectors=10,
+    >>> clf = EigenProClassifier(n_iter=8, subsample_size=100, n_eigenvectors=10,
     ...                          random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.7)
     True

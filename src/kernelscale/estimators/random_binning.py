@@ -1,18 +1,17 @@
 """scikit-learn estimators on Random Binning features (Wu et al., KDD 2016).
 
-* ``solver="cg"``: ridge regression (Z^T Z + reg I) W = Z^T Y by conjugate gradients (paper §3.1);
-  classification is one-vs-all ridge on {-1, +1} targets, all classes as one block of right-hand
-  sides. ``reg`` is the paper's lambda (the paper uses 0.01; the default is "auto", see the
-  estimators' ``reg``): in terms of the per-sample ERM (1),
-  (lambda_1/2)||w||^2 + (1/N) sum 1/2 (f(x_i) - y_i)^2, reg = N lambda_1, so the same ``reg``
-  regularises less as N grows.
-* ``solver="cd"``: L1-regularised loss lambda ||w||_1 + (1/N) sum L (eq. 23) by parallel randomized
-  coordinate descent (Algorithm 2) with ``n_jobs`` threads; losses square (regression and
-  classification), logistic and squared hinge (classification). Here ``reg`` is lambda of eq. (23)
-  (per-sample normalised, so it does not scale with N).
+* ``solver="cg"``: ridge regression (Z^T Z + N reg I) W = Z^T Y by conjugate gradients (paper
+  §3.1); classification is one-vs-all ridge on {-1, +1} targets, all classes as one block of
+  right-hand sides. ``reg`` is nu of the averaged objective (nu/2)||w||^2 + (1/N) sum 1/2
+  (f(x_i) - y_i)^2 (the per-sample ERM (1)), like every kernelscale estimator; the paper's
+  lambda of the ridge system is N nu.
+* ``solver="cd"``: L1-regularised loss nu ||w||_1 + (1/N) sum L (eq. 23) by parallel randomized
+  coordinate descent (Algorithm 2) with the engine's ``n_jobs`` threads; losses square (regression
+  and classification), logistic and squared hinge (classification). ``reg`` is nu of eq. (23):
+  the same per-sample scaling, but of an L1 norm (the paper's objective for CD).
 
 Features (Algorithm 1) are built chunk by chunk from numpy, cupy, zarr or dask inputs; on
-``device="gpu"`` the CG iterations run on cupy / cupyx.scipy.sparse (binning stays on the host, where
+an engine device "gpu" the CG iterations run on cupy / cupyx.scipy.sparse (binning stays on the host, where
 it is a numba loop). CD is CPU-only (numba threads). Fitted models keep only the seed, the bin
 vocabulary and the coefficients, on the host, so they pickle and predict on any machine.
 
@@ -23,16 +22,16 @@ a constant (each grid's columns sum to 1/sqrt(R) on every training row).
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .. import engine as _engine
 from ..backend import DeviceError, resolve_device
 from ..kernels.bandwidth import resolve_bandwidth
 from ..kernels.random_binning import DEFAULT_CHUNK_ROWS, RB_KERNELS, RandomBinning, check_rb_kernel
@@ -43,6 +42,7 @@ from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
 from ._base import LabelCoder, check_X, check_X_y, doc_indent
 from ._kernel_common import auto_kernel
+from ._params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge
 
 SOLVERS = ("cg", "cd")
 
@@ -52,15 +52,6 @@ def _reject_sparse(X):
     if sp.issparse(X):
         raise TypeError("sparse input is not supported by random binning; pass a dense array")
     return X
-
-
-def _check_number(name, value, *, low, strict=True, integer=False):
-    kind = numbers.Integral if integer else numbers.Real
-    ok = isinstance(value, kind) and not isinstance(value, bool) and np.isfinite(value) and (
-        value > low if strict else value >= low)
-    if not ok:
-        op = ">" if strict else ">="
-        raise ValueError(f"{name}={value!r} must be {'an integer' if integer else 'a number'} {op} {low}")
 
 
 _RB_PARAMS = """\
@@ -73,20 +64,19 @@ bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
     (``kernels.selection``; README "Defaults, and the rule behind each"); "median": the median
     L1 distance of a sample ("median*4" for a multiple); fitted: ``bandwidth_``. Grid widths
     are drawn as delta ~ Gamma(2, sigma) per dimension (Algorithm 1, p(delta) ∝ delta k''(delta)).
-n_grids : int >= 1, default=256
+n_components : int >= 1, default=256
     R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds
     n R entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
     O(1 / (kappa R)) (paper 002, Theorem 1); 256 is inside the range of R the paper sweeps
     (10 to 1,000, Fig. 4 and 5), a middle setting rather than a tuned one.
-reg : "auto" or float, default="auto"
-    The regulariser, in the solver's units. ``solver="cg"``: lambda of the ridge system
-    (Z^T Z + lambda I) W = Z^T Y (paper 002 §3.1; > 0), i.e. N times lambda_1 of the
-    per-sample ERM (1), so a fixed value regularises less as N grows; "auto" = alpha from
-    held-out selection (``kernels.selection``: kernel ridge's alpha, the same system with the
-    exact kernel) in place of the paper's fixed 0.01. ``solver="cd"``: lambda of the
-    L1-regularised objective (23), lambda ||w||_1 + (1/N) sum L (>= 0), per sample; "auto" =
-    alpha / N, the per-sample scaling of the same selection (it was chosen for an L2 penalty,
-    so it is only a scale: the registry's ``rb_cd`` preset fixes reg=1e-4). Fitted: ``reg_``.
+reg : "auto", float or "x/n", default="auto"
+    nu, per sample. ``solver="cg"``: the ridge (nu/2)||w||^2 of the averaged objective (ERM (1)),
+    > 0; the system solved is (Z^T Z + N nu I) W = Z^T Y (paper 002 §3.1's lambda = N nu).
+    ``solver="cd"``: the weight of the L1 objective (23), nu ||w||_1 + (1/N) sum L (>= 0).
+    "auto" = alpha / N with alpha from held-out selection (``kernels.selection``: kernel ridge's
+    alpha, the same ridge system with the exact kernel) in place of the paper's fixed 0.01;
+    for CD it is only a scale (it was chosen for an L2 penalty: the registry's ``rb_cd``
+    preset fixes reg=1e-4). Fitted: ``reg_``.
 solver : {"cg", "cd"}, default="cg"
     "cg": ridge by conjugate gradients on Z (never forming Z^T Z; §3.1,
     ``solvers.rb_cg``), GPU-capable. "cd": parallel randomized coordinate descent on the L1
@@ -98,27 +88,29 @@ tol : float >= 0, default=1e-4
     relative decrease of objective (23) over an epoch. The paper's comparisons stop CG at
     1e-3 (§5.2: an iterative solver "has no need to solve in high precision"); the default is
     a decade tighter so that the features, not the early stop, decide the error.
-max_iter : int >= 1, default=1000
-    CG iterations / CD epochs at most; reaching it without ``tol`` is a ConvergenceWarning.
+n_iter : int >= 1, default=1000
+    CG iterations / CD epochs at most (each is one pass over Z); reaching it without ``tol``
+    is a ConvergenceWarning.
 precondition : bool, default=False
     Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features). False,
     the paper's plain CG: Jacobi helps at loose tolerances but can need more iterations at
     tight ones (``solvers.rb_cg``). Ignored by "cd".
-n_jobs : int >= 1 or -1, default=1
-    tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more threads update
-    coordinates asynchronously (the paper's near-linear speed-up, eq. (29)) and converge to
-    the same objective, not to the same bits. Ignored by "cg".
-chunk_rows : int >= 1, default=65536
-    Rows of X read and binned at a time, in ``fit`` and at predict time (on-disk zarr / dask X
-    is read in such chunks): it bounds the dense rows held (chunk_rows x d floats), not the fit's
-    n x R bin hashes and Z, which it keeps whole.
-device : {"auto", "cpu", "gpu"}, default="auto"
-    "auto": the GPU when cupy finds one, else the CPU. Only CG iterations run on the GPU
-    (binning is a numba loop on the host); "cd" with "auto" runs on the CPU, with "gpu" it is
-    a one-line DeviceError.
 random_state : int, RandomState or None, default=None
     Seed of the grids (grid r is regenerated from (seed, r)), of CD's coordinate order and of
-    the "auto" / "median" selection's subsample."""
+    the "auto" / "median" selection's subsample.
+engine : dict, kernelscale.engine.Engine or None, default=None
+    Where and how to compute (``kernelscale.engine``):
+
+    * ``device``: only CG iterations run on the GPU (binning is a numba loop on the host);
+      "cd" with "auto" runs on the CPU, with "gpu" it is a one-line DeviceError;
+    * ``n_jobs``: tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more
+      threads update coordinates asynchronously (the paper's near-linear speed-up, eq. (29))
+      and converge to the same objective, not to the same bits. Ignored by "cg";
+    * ``chunk_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
+      predict time (on-disk zarr / dask X is read in such chunks): it bounds the dense rows
+      held (chunk_rows x d floats), not the fit's n x R bin hashes and Z, kept whole.
+
+    Fitted: ``engine_``."""
 
 _RB_ATTRS = """\
 coef_ : ndarray of shape (D,) or (D, C)
@@ -134,7 +126,7 @@ kappa_ : float
 bandwidth_ : float
     sigma used.
 reg_ : float
-    The regulariser used, in the solver's units (see ``reg``).
+    nu used (see ``reg``).
 seed_ : int
 history_ : dict
     Per-iteration records of the solver: iter, time, and the residual (CG) or objective (CD).
@@ -147,8 +139,8 @@ _RB_FIT = """Build the RB features of X (Algorithm 1) and solve for the coeffici
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data; also an on-disk zarr / dask array, read ``chunk_rows`` rows at a
-            time. Dense only.
+            Training data; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at
+            a time. Dense only.
         y : {y}
 
         Returns
@@ -157,64 +149,64 @@ _RB_FIT = """Build the RB features of X (Algorithm 1) and solve for the coeffici
         """
 
 
-class _RBBase(BaseEstimator):
+class _RBBase(KernelscaleEstimator):
     """Shared fitting code; see the module docstring for the parameters' meaning."""
 
     iterative = False  # no warm_start segments: the whole solve is one fit
 
-    def __init__(self, kernel="laplacian", bandwidth="auto", n_grids=256, reg="auto", solver="cg",
-                 loss="square", tol=1e-4, max_iter=1000, precondition=False, n_jobs=1,
-                 chunk_rows=DEFAULT_CHUNK_ROWS, device="auto", random_state=None):
+    _rules = {"solver": OneOf(*SOLVERS), "n_components": Int(1), "reg": REG,
+              "tol": Real(0), "n_iter": Int(1), "precondition": BOOL}
+
+    def __init__(self, kernel="laplacian", bandwidth="auto", n_components=256, reg="auto",
+                 solver="cg", loss="square", tol=1e-4, n_iter=1000, precondition=False,
+                 random_state=None, engine=None):
         self.kernel = kernel
         self.bandwidth = bandwidth
-        self.n_grids = n_grids
+        self.n_components = n_components
         self.reg = reg
         self.solver = solver
         self.loss = loss
         self.tol = tol
-        self.max_iter = max_iter
+        self.n_iter = n_iter
         self.precondition = precondition
-        self.n_jobs = n_jobs
-        self.chunk_rows = chunk_rows
-        self.device = device
         self.random_state = random_state
+        self.engine = engine
 
     _allowed_losses: tuple = ()
 
     def _validate_params_rb(self) -> str:
         """One-line errors for bad hyper-parameters; returns the resolved device."""
         check_rb_kernel(self.kernel)
-        if self.solver not in SOLVERS:
-            raise ValueError(f"unknown solver {self.solver!r}; choose one of {SOLVERS}")
+        self._validate_params()
         if self.loss not in self._allowed_losses:
             raise ValueError(f"unknown loss {self.loss!r} for {type(self).__name__}; choose one of "
                              f"{list(self._allowed_losses)}")
         if self.solver == "cg" and self.loss != "square":
             raise ValueError(f"solver='cg' solves ridge regression (loss='square'), got loss={self.loss!r};"
                              " use solver='cd' for other losses")
-        _check_number("n_grids", self.n_grids, low=1, strict=False, integer=True)
-        if self.reg != "auto":
-            _check_number("reg", self.reg, low=0, strict=self.solver == "cg")
-        _check_number("tol", self.tol, low=0, strict=False)
-        _check_number("max_iter", self.max_iter, low=1, strict=False, integer=True)
-        if self.n_jobs != -1:
-            _check_number("n_jobs", self.n_jobs, low=1, strict=False, integer=True)
-        _check_number("chunk_rows", self.chunk_rows, low=1, strict=False, integer=True)
+        if self.solver == "cg" and self.reg != "auto" and reg_and_ridge(self.reg, 1)[0] == 0:
+            raise ValueError("reg=0 must be > 0 for solver='cg' (the ridge system needs it)")
         if not isinstance(self.bandwidth, str) and self.bandwidth != "auto":
             resolve_bandwidth(self.bandwidth, None, "cityblock")  # numeric check only
-        device = resolve_device(self.device)
+        engine = self._resolve_engine()
+        device = resolve_device(engine.device)
         if self.solver == "cd" and device == "gpu":
-            if self.device == "gpu":
-                raise DeviceError("solver='cd' runs on the CPU only (numba threads); use device='cpu'")
+            if engine.device == "gpu":
+                raise DeviceError("solver='cd' runs on the CPU only (numba threads); use "
+                                  "engine={'device': 'cpu'}")
             device = "cpu"
         self.device_ = device
         return device
 
+    def _chunk_rows(self) -> int:
+        chunk = getattr(self, "engine_", None) or _engine.resolve(self.engine)
+        return int(chunk.chunk_rows or DEFAULT_CHUNK_ROWS)
+
     def _fit_features(self, X, Y):
         """Bins of the training rows; sets ``bandwidth_`` and ``reg_``. ``bandwidth="auto"`` /
         ``reg="auto"``: held-out selection with the exact kernel (``kernels.selection``); the
-        CG ridge (Z^T Z + reg I) is KernelRidge's alpha, taken as selected; CD's L1 weight is
-        per sample (eq. 23): alpha / n."""
+        CG ridge (Z^T Z + n reg I) is KernelRidge's alpha, taken as selected (n nu = alpha);
+        CD's L1 weight is per sample (eq. 23): alpha / n, the same nu."""
         seed = seed_from(self.random_state)
         if isinstance(self.bandwidth, str) and X.shape[0] < 2:
             raise ValueError(f"bandwidth={self.bandwidth!r} needs at least 2 samples, got "
@@ -223,14 +215,12 @@ class _RBBase(BaseEstimator):
         kernel, alpha = auto_kernel(self, X, Y, self.reg == "auto",
                                     kernel_name=check_rb_kernel(self.kernel))
         sigma = kernel.bandwidth
-        if self.reg == "auto":
-            self.reg_ = alpha if self.solver == "cg" else alpha / int(X.shape[0])
-        else:
-            self.reg_ = float(self.reg)
+        n = int(X.shape[0])
+        self.reg_, self.ridge_ = reg_and_ridge(self.reg, n, alpha)  # nu and CG's ridge N nu
         self.seed_ = seed
         self.bandwidth_ = sigma
-        self.features_ = RandomBinning(self.kernel, sigma, self.n_grids, seed)
-        Z = self.features_.fit_transform(X, chunk_rows=int(self.chunk_rows))
+        self.features_ = RandomBinning(self.kernel, sigma, self.n_components, seed)
+        Z = self.features_.fit_transform(X, chunk_rows=self._chunk_rows())
         self.n_features_out_ = self.features_.n_features_out_
         self.kappa_ = self.features_.kappa_
         return Z
@@ -251,16 +241,17 @@ class _RBBase(BaseEstimator):
             else:
                 xp, Zd, ZTd = np, Z, Z.T
             Yd = xp.asarray(Y, dtype=np.float64)
-            W, hist, ok = ridge_cg(Zd, ZTd @ Yd, self.reg_, tol=float(self.tol),
-                                   max_iter=int(self.max_iter), xp=xp,
+            W, hist, ok = ridge_cg(Zd, ZTd @ Yd, self.ridge_, tol=float(self.tol),
+                                   max_iter=int(self.n_iter), xp=xp,
                                    jacobi=bool(self.precondition), ZT=ZTd)
             W = W.get() if xp is not np else W
         else:
             W, hist, ok = l1_cd(Z, Y, self.reg_, loss=self.loss, tol=float(self.tol),
-                                max_iter=int(self.max_iter), n_jobs=int(self.n_jobs), seed=self.seed_)
+                                max_iter=int(self.n_iter), n_jobs=int(self.engine_.n_jobs),
+                                seed=self.seed_)
         if not ok:
             warnings.warn(f"{type(self).__name__} ({self.solver}) did not reach tol={self.tol} in "
-                          f"max_iter={self.max_iter} iterations", ConvergenceWarning, stacklevel=3)
+                          f"n_iter={self.n_iter} iterations", ConvergenceWarning, stacklevel=3)
         self.history_ = hist
         self.n_iter_ = int(hist["iter"][-1])
         return np.asarray(W)
@@ -268,12 +259,13 @@ class _RBBase(BaseEstimator):
     def _scores(self, X):
         check_is_fitted(self, "coef_")
         X = check_X(self, _reject_sparse(X), reset=False)
-        Z = self.features_.transform(X, chunk_rows=int(self.chunk_rows))
+        Z = self.features_.transform(X, chunk_rows=self._chunk_rows())
         return Z @ self.coef_ + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.non_deterministic = self.solver == "cd" and self.n_jobs != 1
+        n_jobs = _engine.resolve(self.engine).n_jobs
+        tags.non_deterministic = self.solver == "cd" and n_jobs != 1
         return tags
 
 
@@ -299,7 +291,7 @@ class RBRegressor(RegressorMixin, _RBBase):
     >>> from sklearn.datasets import make_regression
     >>> from kernelscale.estimators.random_binning import RBRegressor
     >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
-    >>> model = RBRegressor(n_grids=32, bandwidth="median", reg=1.0, random_state=0)
+    >>> model = RBRegressor(n_components=32, bandwidth="median", reg=0.01, random_state=0)
     >>> model.fit(X, y / y.std()).predict(X[:3]).shape
     (3,)
     >>> model.n_features_out_ >= 32
@@ -357,10 +349,10 @@ class RBClassifier(ClassifierMixin, _RBBase):
     >>> from sklearn.datasets import make_classification
     >>> from kernelscale.estimators.random_binning import RBClassifier
     >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
-    >>> clf = RBClassifier(n_grids=32, bandwidth="median", reg=1.0, random_state=0).fit(X, y)
+    >>> clf = RBClassifier(n_components=32, bandwidth="median", reg=0.01, random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.7)
     True
-    >>> cd = RBClassifier(solver="cd", loss="logistic", n_grids=32, bandwidth="median",
+    >>> cd = RBClassifier(solver="cd", loss="logistic", n_components=32, bandwidth="median",
     ...                   reg=1e-4, random_state=0).fit(X, y)
     >>> cd.predict_proba(X[:2]).shape
     (2, 2)

@@ -1,11 +1,13 @@
 """Checks of an algorithm entry (``config.yaml`` ``algorithms.NAME`` / ``kernelscale train --spec``)
 before anything runs: one line per problem, naming the key, the value and what is expected.
 
-The estimators validate their own parameters in ``fit``, but in a pipeline that is after the data
-are opened, and some nonsense is legal there (``n_iter=0`` fits nothing and still reports a
-metric). Sizes are checked here too: ``block_size: 1e8`` or ``n_grids: 1e8`` would only run out of
-memory a minute into the job; :func:`size_errors` compares a lower bound of the largest arrays the
-method must hold with this machine's memory (or the job's limit) up front.
+Parameter values are checked by the estimators' own rules (``estimators._params``: the
+``_rules`` that ``fit`` applies, and the one-line error for a former name such as ``alpha``),
+here before the data are opened. The pipeline adds one rule of its own: a count of 0 is legal in
+the library but nonsense in a run (``n_iter: 0`` fits nothing and still reports a metric). Sizes
+are checked too: ``block_size: 1e8`` or ``n_components: 1e8`` would only run out of memory a
+minute into the job; :func:`size_errors` compares a lower bound of the largest arrays the method
+must hold with this machine's memory (or the job's limit) up front.
 """
 
 from __future__ import annotations
@@ -13,14 +15,8 @@ from __future__ import annotations
 import math
 import os
 
-# integer parameters that count things: must be >= 1 (None: the estimator's own default)
-POSITIVE_INTS = ("n_iter", "batch_size", "block_size", "n_components", "n_grids", "subsample_size",
-                 "n_epochs", "max_iter", "budget", "chunk_rows", "window_rows", "max_n", "n_new")
-NON_NEGATIVE_INTS = ("n_eigenvectors", "n_reuse")
-# numbers that must be > 0 / >= 0 when numbers (strings such as "median" or "auto" are the
-# estimators' business)
-POSITIVE_NUMBERS = ("bandwidth", "memory_budget", "C", "lam", "tol", "t0", "cache_size")
-NON_NEGATIVE_NUMBERS = ("reg", "alpha", "epsilon")
+# counts that the library allows to be 0 and a pipeline run does not (0 steps fits nothing)
+RUN_COUNTS = ("n_iter",)
 SPEC_KEYS = ("estimator", "params", "device", "segments", "step_test_rows", "resources")
 DEVICES = ("auto", "cpu", "gpu")
 
@@ -63,7 +59,7 @@ def size_errors(where: str, estimator: str, params: dict, n_train: int | None = 
       coefficients, one block_size vector per iteration (n_iter x segments iterations);
     * random features (RFF, EigenPro-RF, Nystrom): n_components x d frequencies and a
       batch_size x n_components feature matrix; Nystrom and EigenPro-RF an n_components^2 matrix;
-    * Random Binning: n_train x n_grids bin indices (8 bytes);
+    * Random Binning: n_train x n_components (grids) bin indices (8 bytes);
     * exact kernel methods: an n x n kernel matrix (n = min(n_train, max_n) for kernel ridge).
     ``n_train``/``d`` unknown: the terms that need them are skipped.
     """
@@ -80,7 +76,7 @@ def size_errors(where: str, estimator: str, params: dict, n_train: int | None = 
         iters = p.get("n_iter", 300) * max(1, segments)
         terms.append((8.0 * iters * f, f"n_iter x segments x block_size = {iters:g} x {f:g} "
                       "coefficients"))
-    if estimator in ("rff_sgd", "rff_svrg", "eigenpro_rf", "nystrom"):
+    if estimator in ("rff_sgd", "rff_svrg", "eigenpro_rf", "nystrom"):  # numeric ones only
         m = p.get("n_components", 1000)
         terms.append((8.0 * m * width, f"n_components x d = {m:g} x {width:g}"))
         if "batch_size" in p:
@@ -89,11 +85,11 @@ def size_errors(where: str, estimator: str, params: dict, n_train: int | None = 
         if estimator in ("nystrom", "eigenpro_rf"):
             terms.append((8.0 * m * m, f"n_components^2 = {m:g}^2"))
     if estimator in ("rb_cg", "rb_cd") and n:
-        r = p.get("n_grids", 256)
-        terms.append((8.0 * n * r, f"n_train x n_grids = {n:g} x {r:g} bin indices"))
-    if estimator in ("rb_cg", "rb_cd") and "n_grids" in p:
-        r = p["n_grids"]
-        terms.append((8.0 * r * width, f"n_grids x d = {r:g} x {width:g} grid parameters"))
+        r = p.get("n_components", 256)
+        terms.append((8.0 * n * r, f"n_train x n_components = {n:g} x {r:g} bin indices"))
+    if estimator in ("rb_cg", "rb_cd") and "n_components" in p:
+        r = p["n_components"]
+        terms.append((8.0 * r * width, f"n_components x d = {r:g} x {width:g} grid parameters"))
     if estimator in ("exact_krr", "libsvm", "eigenpro", "kernel_sgd") and n:
         m = min(n, p.get("max_n", n)) if estimator == "exact_krr" else n
         if estimator in ("exact_krr",):
@@ -148,40 +144,53 @@ def spec_errors(where: str, spec, n_train: int | None = None, d: int | None = No
     if not _is_int(step_rows) or step_rows < 0:
         errors.append(f"{where}.step_test_rows: {step_rows!r} must be an integer >= 0 "
                       "(0: the whole test set)")
-    known = set()
-    for kind in registry.ALGORITHMS[est]:
-        try:
-            known |= set(registry.estimator_class(est, kind)._get_param_names())
-        except ImportError:  # optional dependency missing: the estimator reports it at fit
-            known = set()
-            break
-    for name, value in params.items():
-        key = f"{where}.params.{name}"
-        if known and name not in known:
-            errors.append(f"{key}: unknown parameter for {est} (known: {', '.join(sorted(known))})")
-            continue
-        if value is None:
-            continue
-        if name in POSITIVE_INTS or name in NON_NEGATIVE_INTS:
-            low = 1 if name in POSITIVE_INTS else 0
-            if isinstance(value, float) and value.is_integer() and math.isfinite(value):
-                value = int(value)  # YAML reads 1e8 as a float
-                params = {**params, name: value}
-            if isinstance(value, str) and name == "batch_size" and value == "auto":
-                continue
-            if not _is_int(value) or value < low:
-                errors.append(f"{key}: {value!r} must be an integer >= {low}")
-        elif name in POSITIVE_NUMBERS or name in NON_NEGATIVE_NUMBERS:
-            if isinstance(value, str) or not _is_number(value):
-                if not isinstance(value, str):
-                    errors.append(f"{key}: {value!r} must be a number")
-                continue
-            bad = not math.isfinite(value) or (value <= 0 if name in POSITIVE_NUMBERS else value < 0)
-            if bad:
-                errors.append(f"{key}: {value!r} must be a finite number "
-                              f"{'> 0' if name in POSITIVE_NUMBERS else '>= 0'}")
+    errors += param_errors_of(where, est, params)
+    params = {k: _as_int(v) for k, v in params.items()}
     if not errors:
         errors += size_errors(where, est, params, n_train, d, limit_bytes, segments)
+    return errors
+
+
+def _as_int(value):
+    """YAML reads 1e8 as a float: a whole float counts as the integer it names."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+def param_errors_of(where: str, est: str, params: dict) -> list[str]:
+    """One line per parameter of algorithm ``est`` outside its estimator's rules (the rules
+    ``fit`` applies; ``estimators._params``), plus the pipeline's own: counts >= 1."""
+    from ..engine import as_options
+    from ..estimators._params import param_errors
+    from . import registry
+
+    try:
+        classes = [registry.estimator_class(est, kind) for kind in registry.ALGORITHMS[est]]
+    except ImportError:  # optional dependency missing: the estimator reports it at fit
+        return []
+    errors = []
+    for name, value in params.items():
+        key = f"{where}.params.{name}"
+        if name == "engine":
+            try:
+                opts = as_options(value, key)
+            except ValueError as e:
+                errors.append(str(e))
+                continue
+            if "device" in opts:
+                errors.append(f"{key}.device: set the entry's own key instead ({where}.device: "
+                              f"{opts['device']}), which also asks the scheduler for a GPU")
+            continue
+        value = _as_int(value)
+        problems = [p for cls in classes for p in param_errors(cls, {name: value})]
+        if problems and len(problems) == len(classes):  # wrong for every task the entry does
+            problem = problems[0][1]
+            if problem.startswith("unknown parameter"):
+                problem = problem.replace("unknown parameter", f"unknown parameter for {est}", 1)
+            errors.append(f"{key}: {problem}")
+        elif name in RUN_COUNTS and value == 0:
+            errors.append(f"{key}: 0 must be an integer >= 1 (a run of 0 steps fits nothing)")
     return errors
 
 
@@ -203,11 +212,23 @@ def config_errors(config: dict) -> list[str]:
     errors = []
     from . import registry
 
+    shared = config.get("params") or {}
+    run = {a for exp in config.get("experiments") or [] if isinstance(exp, dict)
+           for a in exp.get("algorithms", [])}
     for name, spec in algorithms.items():
         if isinstance(spec, dict) and "estimator" not in spec:
             spec = {**spec, "estimator": name}  # the config's default: the entry's name
         if isinstance(spec, dict) and spec.get("estimator") not in registry.ALGORITHMS:
             continue  # pipeline.semantic_errors names it
+        inherited = []
+        if isinstance(spec, dict) and name in run and isinstance(spec.get("params") or {}, dict):
+            own = spec.get("params") or {}
+            inherited = [k for k in shared if k not in own]
+            spec = {**spec, "params": {**shared, **own}}
         n, dd = largest.get(name, (None, None))
-        errors += [f"config.yaml: {e}" for e in spec_errors(f"algorithms.{name}", spec, n, dd)]
+        for e in spec_errors(f"algorithms.{name}", spec, n, dd):
+            for k in inherited:  # a shared parameter: name the key the user wrote
+                e = e.replace(f"algorithms.{name}.params.{k}:",
+                              f"params.{k} (shared, given to algorithms.{name}):")
+            errors.append(f"config.yaml: {e}")
     return errors

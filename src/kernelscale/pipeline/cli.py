@@ -58,7 +58,7 @@ def _cmd_train(a) -> None:
 
     spec = _parse_spec(a.spec)
     meta_path = Path(a.data) / "meta.json"
-    if meta_path.is_file():  # sizes against the data: n_grids x n_train bins, n x n kernels
+    if meta_path.is_file():  # sizes against the data: n_components x n_train bins, n x n kernels
         from .checks import spec_errors
 
         try:

@@ -191,7 +191,9 @@ def run_datasets(config: dict) -> list[str]:
 def algorithm_spec(config: dict, name: str) -> dict:
     """What ``kernelscale train`` needs of an algorithms entry (estimator, params, device, ...)."""
     spec = dict(config["algorithms"][name])
-    return {"estimator": spec.get("estimator", name), "params": dict(spec.get("params") or {}),
+    # the config's shared params (e.g. one reg for every method), under the entry's own
+    params = {**(config.get("params") or {}), **(spec.get("params") or {})}
+    return {"estimator": spec.get("estimator", name), "params": params,
             "device": spec.get("device", "auto"), "segments": int(spec.get("segments", 10)),
             "step_test_rows": int(spec.get("step_test_rows", 10000))}
 

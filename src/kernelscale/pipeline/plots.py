@@ -98,7 +98,7 @@ def objective_signature(run: dict) -> tuple:
         cls = registry.estimator_class(final["estimator"], final["task"]).__name__
     except Exception:  # an estimator that is no longer registered: its own group
         cls = f"{final['estimator']}"
-    keys = ("loss", "reg", "alpha", "lam", "C", "nu", "kernel", "bandwidth", "n_components")
+    keys = ("loss", "reg", "kernel", "bandwidth", "n_components")
     return (cls, final.get("task"), *((k, str(p.get(k))) for k in keys if k in p))
 
 
@@ -209,7 +209,7 @@ def plot_objective_vs_time(runs: list[dict], dataset: str, png) -> None:
                     label=r["final"]["algorithm"])
         names = ", ".join(dict.fromkeys(r["final"]["algorithm"] for r in members))
         setting = ", ".join(f"{k}={'default' if v == 'None' else v}" for k, v in sig[2:]
-                            if k in ("loss", "reg", "alpha", "lam", "C", "nu"))
+                            if k in ("loss", "reg"))
         ax.set_title(f"{names}\n{sig[0]}" + (f" ({setting})" if setting else ""), fontsize=8)
         ax.set_xlabel("training time (s, log)", fontsize=8)
         ax.set_ylabel("objective", fontsize=8)

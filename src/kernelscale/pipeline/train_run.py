@@ -226,28 +226,26 @@ class _Progress:
 
 # ----------------------------------------------------------------------------- training
 def build_estimator(spec: dict, task: str, seed: int):
-    """Estimator of a config algorithm entry, seeded, on its device, warm-startable if iterative."""
+    """Estimator of a config algorithm entry, seeded, on its device (the entry's ``device`` is
+    the engine's), warm-startable if iterative; returns (estimator, device it will run on)."""
+    from ..backend import resolve_device
     from . import registry
 
     est = registry.make_estimator(spec["estimator"], task, **dict(spec.get("params") or {}))
     names = est.get_params(deep=False)
+    device = spec.get("device", "auto")
     updates = {}
     if "random_state" in names:
         updates["random_state"] = int(seed)
-    device = spec.get("device", "auto")
-    if "device" in names:
-        updates["device"] = device
+    if "engine" in names:  # kernelscale's estimators; a registered third-party one has none
+        updates["engine"] = {**(names["engine"] or {}), "device": device}
     if getattr(est, "iterative", False):
         updates["warm_start"] = True
     if updates:
         est.set_params(**updates)
-    if "device" in names:
-        from ..backend import resolve_device
-
-        resolved = resolve_device(device)
-    else:
-        resolved = "cpu"
-    return est, resolved
+    if "engine" in names and spec["estimator"] not in registry.CPU_ONLY:
+        return est, resolve_device(device)
+    return est, "cpu"
 
 
 def run_key(meta: dict, algorithm: str, spec: dict, seed: int) -> str:

@@ -1,0 +1,150 @@
+"""Engine options: *where and how* an estimator computes, kept apart from *what* it computes.
+
+The maths of an estimator (kernel, bandwidth, ``reg``, loss, sizes, steps, seed) are its own
+parameters; the engine options below are not, and none of them changes the problem solved.
+They come from three places, the first that sets an option winning:
+
+1. the estimator's ``engine`` parameter (a dict or an :class:`Engine`),
+2. the innermost ``with engine_context(...)`` block,
+3. :func:`set_engine` (process-wide), then the defaults below.
+
+This is scikit-learn's ``set_config`` / ``config_context`` pattern with Falkon's idea of one
+options object per estimator (``FalkonOptions``). An estimator resolves its engine once, in
+``fit``, into the fitted attribute ``engine_`` (every option filled in; ``device`` as asked,
+the device used is ``device_``), so a fitted model records how it was computed.
+
+Options (each estimator uses the ones that concern it and ignores the rest):
+
+device : {"auto", "cpu", "gpu"}, default "auto"
+    "auto": the GPU when cupy finds one, else the CPU. "gpu" without one is a one-line
+    ``backend.DeviceError``. A model fitted on the GPU predicts on a CPU-only host.
+dtype : {"float64", "float32"}, default "float64"
+    Precision of features, kernel blocks and coefficients.
+memory_budget : float (MB) or None, default None
+    Bound on what reading on-disk X may hold (``kernelscale.budget``); picks ``window_rows``.
+window_rows : int or None, default None
+    Rows a streaming estimator reads per shuffle window (``stream.BatchStream``); None: all
+    rows of in-memory X, a chunk-aligned window of on-disk X (or the budget's choice).
+chunk_rows : int or None, default None
+    Rows per sequential pass chunk (Nyström's normal equations, RB's binning); None: the
+    estimator's own default (8192 / 65536).
+n_jobs : int >= 1 or -1, default 1
+    Threads of RB-CD's asynchronous coordinate descent (-1: all cores); 1 is bit-reproducible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import numbers
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """Engine options; a field left None is inherited (context, then global, then default)."""
+
+    device: str | None = None
+    dtype: str | None = None
+    memory_budget: float | None = None
+    window_rows: int | None = None
+    chunk_rows: int | None = None
+    n_jobs: int | None = None
+
+    def set_fields(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+
+NAMES = tuple(f.name for f in dataclasses.fields(Engine))
+DEFAULTS = {"device": "auto", "dtype": "float64", "memory_budget": None, "window_rows": None,
+            "chunk_rows": None, "n_jobs": 1}
+
+_GLOBAL: dict = {}
+# options of the enclosing engine_context blocks, as an immutable tuple of (name, value) pairs
+_CONTEXT: contextvars.ContextVar[tuple] = contextvars.ContextVar("kernelscale_engine", default=())
+
+
+def _check(name: str, value, where: str = "engine") -> None:
+    """One-line ValueError for an option out of range (None is always allowed: inherit)."""
+    if value is None:
+        return
+    ok = True
+    if name == "device":
+        ok = value in ("auto", "cpu", "gpu")
+        want = "'auto', 'cpu' or 'gpu'"
+    elif name == "dtype":
+        ok = str(value) in ("float64", "float32")
+        want = "'float64' or 'float32'"
+    elif name == "memory_budget":
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0 \
+            and value != float("inf")
+        want = "a positive number of MB or None"
+    elif name in ("window_rows", "chunk_rows"):
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+        want = "an integer >= 1 or None"
+    elif name == "n_jobs":
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+            and (value >= 1 or value == -1)
+        want = "an integer >= 1, or -1 for all cores"
+    if not ok:
+        raise ValueError(f"{where}.{name}={value!r} must be {want}")
+
+
+def as_options(value, where: str = "engine") -> dict:
+    """The options set by ``value`` (None, a dict or an Engine) as a dict; one-line errors."""
+    if value is None:
+        return {}
+    if isinstance(value, Engine):
+        opts = value.set_fields()
+    elif isinstance(value, dict):
+        unknown = sorted(set(value) - set(NAMES))
+        if unknown:
+            raise ValueError(f"{where}: unknown option {unknown[0]!r} (engine options: "
+                             f"{', '.join(NAMES)})")
+        opts = {k: v for k, v in value.items() if v is not None}
+    else:
+        raise ValueError(f"{where}={value!r} must be None, a dict or kernelscale.engine.Engine")
+    for k, v in opts.items():
+        _check(k, v, where)
+    if "dtype" in opts:
+        opts["dtype"] = str(opts["dtype"])
+    return opts
+
+
+def set_engine(**options) -> None:
+    """Set engine options process-wide (``set_engine(device="gpu")``); None resets one."""
+    for k, v in as_options({k: v for k, v in options.items() if v is not None}, "set_engine").items():
+        _GLOBAL[k] = v
+    for k, v in options.items():
+        if v is None:
+            _GLOBAL.pop(k, None)
+
+
+def get_engine() -> Engine:
+    """The options in effect here: defaults < ``set_engine`` < ``engine_context`` blocks."""
+    return Engine(**{**DEFAULTS, **_GLOBAL, **dict(_CONTEXT.get())})
+
+
+@contextlib.contextmanager
+def engine_context(**options):
+    """Engine options for the estimators fitted inside the block (nested blocks override)."""
+    opts = {**dict(_CONTEXT.get()), **as_options(options, "engine_context")}
+    token = _CONTEXT.set(tuple(opts.items()))
+    try:
+        yield get_engine()
+    finally:
+        _CONTEXT.reset(token)
+
+
+def resolve(engine) -> Engine:
+    """The engine an estimator fits with: its ``engine`` parameter over :func:`get_engine`.
+    ``device`` stays as asked ("auto" included); the estimator resolves it against the host."""
+    opts = {**DEFAULTS, **_GLOBAL, **dict(_CONTEXT.get()), **as_options(engine)}
+    return Engine(**opts)
+
+
+def n_threads(n_jobs: int) -> int:
+    """Threads for ``n_jobs`` (-1: this machine's cores)."""
+    return (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)

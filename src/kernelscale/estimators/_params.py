@@ -1,0 +1,209 @@
+"""One way for every estimator to declare, check and rename its parameters.
+
+* Each estimator class states its parameters' ranges once, in ``_rules`` (name -> :class:`Rule`);
+  ``fit`` starts with ``self._validate_params()``, which raises a one-line ``ValueError``
+  (``"n_iter=-1 must be 'auto' or an integer >= 0"``). The pipeline's config check calls
+  :func:`param_errors` with the same rules, so a config key and a ``fit`` give the same answer.
+  Checks that tie several parameters together (``solver="cg"`` needs ``loss="square"``) stay in
+  the estimator.
+* Parameter names mean one thing across estimators (``docs/architecture.md``): ``reg`` is nu of
+  the averaged objective (nu/2)||f||^2 + (1/n) sum loss, ``n_iter`` the solver steps per ``fit``,
+  ``n_components`` the random features / centres / grids, ``engine`` where the work runs
+  (``kernelscale.engine``). A former name is a one-line ``TypeError`` naming its replacement
+  (:data:`RENAMED`), never a silent alias.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import re
+
+from sklearn.base import BaseEstimator
+
+from .. import engine as _engine
+
+_ENGINE_HINT = "an engine option: engine={{'{0}': ...}} or kernelscale.engine_context({0}=...)"
+
+# former name -> (new name, how to convert)
+RENAMED: dict[str, tuple[str, str]] = {
+    "alpha": ("reg", "reg = nu of (nu/2)||f||^2 + mean loss; KernelRidge's alpha = n * reg"),
+    "lam": ("reg", "the same nu"),
+    "C": ("reg", "reg = 1 / (n C)"),
+    "n_epochs": ("n_iter", "solver steps per fit; one epoch is ceil(n / batch_size) steps"),
+    "max_iter": ("n_iter", "the same cap on iterations"),
+    "n_grids": ("n_components", "R, the number of random grids"),
+    **{name: ("engine", _ENGINE_HINT.format(name))
+       for name in ("device", "dtype", "window_rows", "memory_budget", "chunk_rows", "n_jobs")},
+}
+
+
+def renamed_message(owner: str, name: str) -> str:
+    new, how = RENAMED[name]
+    return f"{owner}: parameter {name!r} is now {new!r} ({how})"
+
+
+class Rule:
+    """Allowed values of one parameter: a number kind with bounds, and/or named options."""
+
+    def __init__(self, kind: str | None = None, low=None, high=None, strict: bool = False,
+                 options: tuple = (), none: bool = False, unit: tuple | None = None):
+        self.kind, self.low, self.high, self.strict = kind, low, high, strict
+        self.options, self.none, self.unit = tuple(options), none, unit  # unit: (regex, example)
+
+    def ok(self, value) -> bool:
+        if value is None:
+            return self.none
+        if any(value is o or (type(value) is type(o) and value == o) for o in self.options):
+            return True
+        if isinstance(value, str):
+            return self.unit is not None and re.fullmatch(self.unit[0], value) is not None
+        if self.kind == "bool":
+            return isinstance(value, (bool,)) or type(value).__name__ == "bool_"
+        if isinstance(value, bool) or self.kind is None:
+            return False
+        if self.kind == "int" and not isinstance(value, numbers.Integral):
+            return False
+        if self.kind == "real" and not (isinstance(value, numbers.Real) and math.isfinite(value)):
+            return False
+        if self.low is not None and (value <= self.low if self.strict else value < self.low):
+            return False
+        return self.high is None or value <= self.high
+
+    def describe(self) -> str:
+        parts = [repr(o) for o in self.options]
+        if self.kind == "bool":
+            parts.append("True or False")
+        elif self.kind is not None:
+            what = "an integer" if self.kind == "int" else "a finite number"
+            if self.low is not None:
+                what += f" {'>' if self.strict else '>='} {self.low:g}"
+            if self.high is not None:
+                what += f" and <= {self.high:g}"
+            parts.append(what)
+        if self.unit is not None:
+            parts.append(f"a string like {self.unit[1]!r}")
+        if self.none:
+            parts.append("None")
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+def Int(low=1, *options, high=None, none=False) -> Rule:
+    return Rule("int", low=low, high=high, options=options, none=none)
+
+
+def Real(low=0.0, *options, strict=False, high=None, none=False) -> Rule:
+    return Rule("real", low=low, high=high, strict=strict, options=options, none=none)
+
+
+def OneOf(*options, none=False) -> Rule:
+    return Rule(None, options=options, none=none)
+
+
+_NUMBER = r"\s*(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*"
+PER_N = (_NUMBER + r"/\s*n\s*", "0.01/n")  # reg in the summed-loss scale: nu = x / n
+EPOCHS = (_NUMBER + r"epochs?\s*", "20 epochs")  # n_iter in passes: ceil(k n / batch) steps
+
+BOOL = Rule("bool")
+BANDWIDTH = Rule("real", low=0.0, strict=True, options=("auto", "median"),
+                 unit=(r"\s*median\s*\*" + _NUMBER, "median*0.5"))
+# rules of parameters that several estimators share, under each class's own _rules
+COMMON_RULES = {"bandwidth": BANDWIDTH, "warm_start": BOOL, "verbose": Int(0)}
+
+
+def rules_of(cls) -> dict:
+    """The rules that apply to estimator class ``cls``: the shared ones it has, then its own."""
+    names = set(cls._get_param_names())
+    return {**{k: r for k, r in COMMON_RULES.items() if k in names},
+            **getattr(cls, "_rules", {})}
+REG = Rule("real", low=0.0, options=("auto",), unit=PER_N)
+REG_POSITIVE = Rule("real", low=0.0, strict=True, options=("auto",), unit=PER_N)
+ITERS = Rule("int", low=0, options=("auto",), unit=EPOCHS)
+
+
+def reg_and_ridge(reg, n: int, alpha_sel: float | None = None) -> tuple[float, float]:
+    """(nu, n nu) for ``reg``: "auto" (nu = alpha_sel / n, alpha_sel from the held-out
+    selection), a number (nu itself) or "x/n" (nu = x / n: x is the ridge of the summed loss,
+    scikit-learn's KernelRidge alpha, a paper's lambda of (K + lambda I)). The ridge n nu is
+    returned as given (alpha_sel or x, not n (x / n)), so it is the same bits either way."""
+    if reg == "auto":
+        return alpha_sel / n, alpha_sel
+    if isinstance(reg, str):
+        x = float(reg.split("/")[0])
+        return x / n, x
+    return float(reg), n * float(reg)
+
+
+def steps(n_iter, batches_per_epoch: int, auto_epochs: float) -> int:
+    """Solver steps for ``n_iter``: an integer as given, "K epochs" (K passes over the data:
+    ceil(K x batches per epoch)), or "auto" = ``auto_epochs`` epochs."""
+    if n_iter == "auto":
+        epochs = auto_epochs
+    elif isinstance(n_iter, str):
+        epochs = float(n_iter.strip().split("epoch")[0])
+    else:
+        return int(n_iter)
+    return int(math.ceil(epochs * batches_per_epoch - 1e-9))
+
+
+def param_errors(cls, params: dict) -> list[tuple[str, str]]:
+    """(name, one-line problem) for ``params`` given to estimator class ``cls``: former names,
+    unknown names and values outside ``cls._rules``."""
+    known = set(cls._get_param_names())
+    rules = rules_of(cls)  # a registered third-party estimator declares none
+    out = []
+    for name, value in params.items():
+        if name in RENAMED and name not in known:
+            new, how = RENAMED[name]
+            out.append((name, f"is now {new!r} ({how})"))
+        elif name not in known:
+            out.append((name, f"unknown parameter (known: {', '.join(sorted(known))})"))
+        elif name in rules and not rules[name].ok(value):
+            out.append((name, f"{value!r} must be {rules[name].describe()}"))
+        elif name == "engine" and "engine" in known:
+            try:
+                _engine.as_options(value)
+            except ValueError as e:
+                out.append((name, str(e)))
+    return out
+
+
+class KernelscaleEstimator(BaseEstimator):
+    """Base of every kernelscale estimator: declared rules, former names, the engine."""
+
+    _rules: dict[str, Rule] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_checks_renamed", False):
+            return
+
+        @functools.wraps(init)
+        def __init__(self, *args, **params):
+            for name in params:
+                if name in RENAMED and name not in type(self)._get_param_names():
+                    raise TypeError(renamed_message(type(self).__name__, name))
+            init(self, *args, **params)
+
+        __init__._checks_renamed = True
+        cls.__init__ = __init__
+
+    def set_params(self, **params):
+        for name in params:
+            if name in RENAMED and name not in self._get_param_names():
+                raise ValueError(renamed_message(type(self).__name__, name))
+        return super().set_params(**params)
+
+    def _validate_params(self) -> None:
+        """One-line ValueError for the first parameter outside its rule (called by ``fit``)."""
+        for name, rule in rules_of(type(self)).items():
+            value = getattr(self, name)
+            if not rule.ok(value):
+                raise ValueError(f"{name}={value!r} must be {rule.describe()}")
+
+    def _resolve_engine(self) -> _engine.Engine:
+        """``engine_``: this estimator's ``engine`` over the context's (``kernelscale.engine``)."""
+        self.engine_ = _engine.resolve(getattr(self, "engine", None))
+        return self.engine_
