@@ -223,3 +223,39 @@ def test_paper_experiment_files_validate(paper, capsys):
         return
     assert lines and all(ln.startswith(f"{ROOT / 'config/papers.yaml'}: datasets.")
                          and "checksum not filled in yet" in ln for ln in lines), lines
+
+
+def test_shared_params_give_every_run_algorithm_one_objective(tmp_path):
+    """A top-level ``params: {reg: ...}`` reaches every algorithm an experiment runs (an entry's
+    own value wins); one that has no such parameter is an error naming both, not a silent skip."""
+    config = copy.deepcopy(BASE)
+    config["params"] = {"reg": 1e-5}
+    config["algorithms"]["rff"] = {"estimator": "rff_sgd", "params": {"reg": 3e-4}}
+    config["algorithms"]["ep"] = {"estimator": "eigenpro"}
+    config["experiments"].append({"datasets": ["r"], "algorithms": ["rff"]})
+    assert plan.algorithm_spec(config, "dsg")["params"] == {"reg": 1e-5, "n_iter": 5}
+    assert plan.algorithm_spec(config, "rff")["params"] == {"reg": 3e-4}
+    assert plan.semantic_errors(config) == []  # "ep" is not run: nothing to give it
+    config["experiments"].append({"datasets": ["r"], "algorithms": ["ep"]})
+    [line] = plan.semantic_errors(config)
+    assert line.startswith("config.yaml: params.reg (shared, given to algorithms.ep): "
+                           "unknown parameter for eigenpro")
+    config["params"] = {"alpha": 1.0}
+    lines = plan.semantic_errors(config)
+    assert lines and all("params.alpha (shared" in ln and "is now 'reg'" in ln for ln in lines)
+
+
+def test_engine_options_in_a_config_entry():
+    spec = {"estimator": "dsg", "params": {"engine": {"memory_budget": 100}}, "device": "cpu"}
+    from kernelscale.pipeline.checks import spec_errors
+    from kernelscale.pipeline.train_run import build_estimator
+
+    assert spec_errors("algorithms.x", spec) == []
+    est, device = build_estimator(spec, "binary", seed=3)
+    assert est.engine == {"memory_budget": 100, "device": "cpu"} and device == "cpu"
+    assert est.random_state == 3 and est.warm_start is True
+    bad = {**spec, "params": {"engine": {"device": "gpu"}}}
+    assert "set the entry's own key instead" in spec_errors("algorithms.x", bad)[0]
+    bad = {**spec, "params": {"engine": {"dtype": "float16"}}}
+    assert spec_errors("algorithms.x", bad)[0].startswith(
+        "algorithms.x.params.engine.dtype='float16' must be")

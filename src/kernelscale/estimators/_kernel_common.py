@@ -4,7 +4,6 @@ coding for regressors and classifiers, chunked prediction through a solver's ``d
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import scipy.sparse
@@ -18,26 +17,6 @@ from ..rng import seed_from
 from ..solvers._common import predict_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
 from ._params import KernelscaleEstimator
-
-
-def check_int(name: str, value, low: int = 1, allow=()) -> None:
-    """One-line error unless ``value`` is an int >= ``low`` (or one of ``allow``)."""
-    if value in allow and isinstance(value, (str, type(None))):
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        extra = f" or one of {allow}" if allow else ""
-        raise ValueError(f"{name}={value!r} must be an integer >= {low}{extra}")
-
-
-def check_positive(name: str, value, allow=(), zero_ok: bool = False) -> None:
-    """One-line error unless ``value`` is a finite real > 0 (>= 0 with ``zero_ok``) or in ``allow``."""
-    if isinstance(value, str) and value in allow:
-        return
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value) \
-        and (value >= 0 if zero_ok else value > 0)
-    if not ok:
-        extra = f" or one of {allow}" if allow else ""
-        raise ValueError(f"{name}={value!r} must be a finite number {'>=' if zero_ok else '>'} 0{extra}")
 
 
 def reject_sparse(X) -> None:
