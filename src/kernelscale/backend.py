@@ -105,6 +105,7 @@ def synchronize(xp: ModuleType) -> None:
 
 
 def check_dtype(dtype) -> np.dtype:
+    """``dtype`` as a numpy dtype if float32 or float64, else a one-line ValueError."""
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float64):
         raise ValueError(f"dtype={dtype!r} must be float32 or float64")

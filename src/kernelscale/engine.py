@@ -53,6 +53,7 @@ class Engine:
     n_jobs: int | None = None
 
     def set_fields(self) -> dict:
+        """The fields set (not None) as a dict: the options this Engine overrides."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if getattr(self, f.name) is not None}
 

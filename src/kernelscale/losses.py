@@ -15,15 +15,21 @@ from .backend import array_namespace
 
 
 class Loss:
+    """Base of the losses of paper 003, section 4: per-sample ``value`` and ``deriv`` in
+    u = f(x). Class attributes: ``task``, ``probabilistic`` (predict_proba exists) and
+    ``lipschitz``, the bound M on |loss'| that CDSG's checking rule needs (paper 000, eq. (9))."""
+
     name = "loss"
     task = "regression"  # or "classification"
     probabilistic = False  # predict_proba available
     lipschitz = None  # bound M on |loss'| used by CDSG (None: estimated from the data)
 
     def value(self, u, Y):  # pragma: no cover - abstract
+        """Per-sample loss, shape (n,), for outputs u and encoded targets Y, both (n, C)."""
         raise NotImplementedError
 
     def deriv(self, u, Y):  # pragma: no cover - abstract
+        """d loss / d u, shape (n, C) (a subgradient at a kink)."""
         raise NotImplementedError
 
     def __repr__(self):
@@ -37,9 +43,11 @@ class Square(Loss):
     name = "square"
 
     def value(self, u, Y):
+        """0.5 ||u - y||^2 per sample."""
         return 0.5 * ((u - Y) ** 2).sum(axis=1)
 
     def deriv(self, u, Y):
+        """u - y."""
         return u - Y
 
 
@@ -52,10 +60,12 @@ class Logistic(Loss):
     lipschitz = 1.0
 
     def value(self, u, Y):
+        """log(1 + exp(-y u)) per sample, summed over the one-vs-all columns."""
         xp = array_namespace(u)
         return xp.logaddexp(0.0, -Y * u).sum(axis=1)
 
     def deriv(self, u, Y):
+        """-y sigmoid(-y u)."""
         xp = array_namespace(u)
         # -y * sigmoid(-y u), written with tanh for stability at large |u|
         return -Y * 0.5 * (1.0 - xp.tanh(0.5 * Y * u))
@@ -70,12 +80,14 @@ class Softmax(Loss):
     lipschitz = 2.0 ** 0.5
 
     def value(self, u, Y):
+        """logsumexp(u) - <Y, u> per sample, shifted by max(u) so exp cannot overflow."""
         m = u.max(axis=1, keepdims=True)
         xp = array_namespace(u)
         lse = m[:, 0] + xp.log(xp.exp(u - m).sum(axis=1))
         return lse - (Y * u).sum(axis=1)
 
     def deriv(self, u, Y):
+        """softmax(u) - Y."""
         return softmax(u) - Y
 
 
@@ -87,10 +99,12 @@ class Hinge(Loss):
     lipschitz = 1.0
 
     def value(self, u, Y):
+        """max(0, 1 - y u) per sample, summed over the one-vs-all columns."""
         xp = array_namespace(u)
         return xp.maximum(0.0, 1.0 - Y * u).sum(axis=1)
 
     def deriv(self, u, Y):
+        """Subgradient -y where the margin y u < 1, else 0."""
         return -Y * (Y * u < 1.0)
 
 
@@ -101,10 +115,12 @@ class SquaredHinge(Loss):
     task = "classification"
 
     def value(self, u, Y):
+        """max(0, 1 - y u)^2 per sample, summed over the one-vs-all columns."""
         xp = array_namespace(u)
         return (xp.maximum(0.0, 1.0 - Y * u) ** 2).sum(axis=1)
 
     def deriv(self, u, Y):
+        """-2 y max(0, 1 - y u)."""
         xp = array_namespace(u)
         return -2.0 * Y * xp.maximum(0.0, 1.0 - Y * u)
 
@@ -121,10 +137,12 @@ class EpsilonInsensitive(Loss):
         self.epsilon = float(epsilon)
 
     def value(self, u, Y):
+        """max(0, |u - y| - epsilon) per sample."""
         xp = array_namespace(u)
         return xp.maximum(0.0, xp.abs(u - Y) - self.epsilon).sum(axis=1)
 
     def deriv(self, u, Y):
+        """sign(u - y) outside the epsilon tube, 0 inside."""
         xp = array_namespace(u)
         r = u - Y
         return xp.sign(r) * (xp.abs(r) > self.epsilon)
@@ -142,11 +160,13 @@ class Huber(Loss):
         self.lipschitz = self.delta
 
     def value(self, u, Y):
+        """0.5 r^2 for |r| <= delta, delta (|r| - delta/2) beyond, per sample."""
         xp = array_namespace(u)
         a = xp.abs(u - Y)
         return xp.where(a <= self.delta, 0.5 * a * a, self.delta * (a - 0.5 * self.delta)).sum(axis=1)
 
     def deriv(self, u, Y):
+        """r = u - y clipped to [-delta, delta]."""
         xp = array_namespace(u)
         return xp.clip(u - Y, -self.delta, self.delta)
 
@@ -163,11 +183,13 @@ class Quantile(Loss):
         self.lipschitz = max(self.tau, 1.0 - self.tau)
 
     def value(self, u, Y):
+        """Pinball loss per sample: tau r for r >= 0, (tau - 1) r otherwise, r = y - u."""
         r = Y - u
         xp = array_namespace(u)
         return xp.where(r >= 0, self.tau * r, (self.tau - 1.0) * r).sum(axis=1)
 
     def deriv(self, u, Y):
+        """-tau where y > u, 1 - tau otherwise (a subgradient at u = y)."""
         xp = array_namespace(u)
         return xp.where(Y - u > 0, -self.tau, 1.0 - self.tau)
 
@@ -192,26 +214,33 @@ class Novelty(Loss):
         self.rho = 0.0
 
     def value(self, u, Y):
+        """max(0, rho - u) - nu_o rho per sample (targets ignored)."""
         xp = array_namespace(u)
         return (xp.maximum(0.0, self.rho - u) - self.nu_o * self.rho).sum(axis=1)
 
     def deriv(self, u, Y):
+        """-1 where u < rho, else 0 (targets ignored)."""
         return -1.0 * (u < self.rho)
 
     def offset_grad(self, u) -> float:
+        """d/d rho of the objective on outputs u: the fraction of u below rho minus nu_o
+        (see the class docstring for our reading of paper 003, section 4)."""
         return float((u < self.rho).mean()) - self.nu_o
 
     def update_offset(self, u, step: float) -> None:
+        """One gradient step on the offset: rho <- rho - step * ``offset_grad(u)``."""
         self.rho -= step * self.offset_grad(u)
 
 
 def softmax(u):
+    """Row-wise softmax of u (n, C), shifted by the row max so exp cannot overflow."""
     xp = array_namespace(u)
     e = xp.exp(u - u.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
 def sigmoid(u):
+    """1 / (1 + exp(-u)), written with tanh so it stays finite for large |u|."""
     xp = array_namespace(u)
     return 0.5 * (1.0 + xp.tanh(0.5 * u))
 

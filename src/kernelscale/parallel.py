@@ -30,6 +30,7 @@ _lock = threading.Lock()
 
 @functools.cache
 def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask; ``os.cpu_count`` off Linux), cached."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -47,6 +48,7 @@ def set_threads(n: int | None) -> None:
 
 
 def get_threads() -> int:
+    """Threads for element-wise passes: the ``set_threads`` value, else ``available_cpus()``."""
     return _threads if _threads is not None else available_cpus()
 
 

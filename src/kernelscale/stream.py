@@ -42,6 +42,7 @@ def is_in_memory(X) -> bool:
 
 
 def is_dask(A) -> bool:
+    """Whether A is a dask array (by module name, so dask need not be imported)."""
     return type(A).__module__.split(".")[0] == "dask" and hasattr(A, "compute")
 
 
@@ -326,6 +327,7 @@ class BatchStream:
         return Xb, yb
 
     def close(self):
+        """Stop the prefetch thread without waiting; pending window loads are cancelled."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 

@@ -17,6 +17,7 @@ from ..stream import check_finite_rows, chunk_rows_of, is_in_memory, iter_row_ch
 
 
 def is_cupy(X) -> bool:
+    """Whether X is a cupy array (by module name, so cupy need not be installed)."""
     return type(X).__module__.split(".")[0] == "cupy"
 
 

@@ -114,6 +114,18 @@ class RegressorTargets:
         return X, y.reshape(len(y), -1)
 
     def predict(self, X):
+        """Predicted targets f(x).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            1-D when the training targets were 1-D.
+        """
         F = self._decision(X)
         return F[:, 0] if self._y_1d else F
 
@@ -140,6 +152,19 @@ class ClassifierTargets:
         return X, self._coder.encode_index(idx, np, np.float64)
 
     def decision_function(self, X):
+        """Decision scores; positive favours ``classes_[1]`` (binary).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column for two classes (one-hot coding: class 1's score minus class 0's);
+            one-vs-all scores, one per class, otherwise.
+        """
         F = self._decision(X)
         if F.shape[1] == 1:
             return F[:, 0]
@@ -148,6 +173,18 @@ class ClassifierTargets:
         return F
 
     def predict(self, X):
+        """Predicted class labels: the sign of the score (binary) or its argmax.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
         f = self.decision_function(X)
         idx = (f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)
         return self.classes_[idx]

@@ -40,6 +40,7 @@ RENAMED: dict[str, tuple[str, str]] = {
 
 
 def renamed_message(owner: str, name: str) -> str:
+    """One-line message for former parameter ``name`` of ``owner``, naming its replacement."""
     new, how = RENAMED[name]
     return f"{owner}: parameter {name!r} is now {new!r} ({how})"
 
@@ -53,6 +54,8 @@ class Rule:
         self.options, self.none, self.unit = tuple(options), none, unit  # unit: (regex, example)
 
     def ok(self, value) -> bool:
+        """Whether ``value`` is allowed: a named option, a matching unit string or a number in
+        range."""
         if value is None:
             return self.none
         if any(value is o or (type(value) is type(o) and value == o) for o in self.options):
@@ -72,6 +75,8 @@ class Rule:
         return self.high is None or value <= self.high
 
     def describe(self) -> str:
+        """The allowed values in words, for the one-line error ("an integer >= 0, 'auto' or a
+        string like '20 epochs'")."""
         parts = [repr(o) for o in self.options]
         if self.kind == "bool":
             parts.append("True or False")
@@ -90,14 +95,17 @@ class Rule:
 
 
 def Int(low=1, *options, high=None, none=False) -> Rule:
+    """Rule for an integer >= ``low`` (<= ``high`` if given), or one of ``options``."""
     return Rule("int", low=low, high=high, options=options, none=none)
 
 
 def Real(low=0.0, *options, strict=False, high=None, none=False) -> Rule:
+    """Rule for a finite number >= ``low`` (> with ``strict``), or one of ``options``."""
     return Rule("real", low=low, high=high, strict=strict, options=options, none=none)
 
 
 def OneOf(*options, none=False) -> Rule:
+    """Rule allowing only the named ``options`` (and None with ``none``)."""
     return Rule(None, options=options, none=none)
 
 
@@ -191,6 +199,8 @@ class KernelscaleEstimator(BaseEstimator):
         cls.__init__ = __init__
 
     def set_params(self, **params):
+        """scikit-learn's ``set_params``; a former parameter name is a one-line ValueError naming
+        its replacement (ValueError, as scikit-learn raises for an unknown name)."""
         for name in params:
             if name in RENAMED and name not in self._get_param_names():
                 raise ValueError(renamed_message(type(self).__name__, name))

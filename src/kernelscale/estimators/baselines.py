@@ -722,6 +722,18 @@ class _ExactSVMBase(KernelscaleEstimator):
         return {"kernel": _KernelFunction(self.kernel_)}
 
     def predict(self, X):
+        """Predictions of the fitted LIBSVM model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Class labels (classifier) or targets (regressor).
+        """
         check_is_fitted(self, "svm_")
         reject_sparse(X)
         return self.svm_.predict(check_X(self, X, reset=False))
@@ -769,6 +781,18 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
     fit.__doc__ = _SVM_FIT.format(y="Class labels.")
 
     def decision_function(self, X):
+        """LIBSVM's decision values, one-vs-rest shaped for several classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column for two classes (positive favours ``classes_[1]``).
+        """
         check_is_fitted(self, "svm_")
         reject_sparse(X)
         return self.svm_.decision_function(check_X(self, X, reset=False))

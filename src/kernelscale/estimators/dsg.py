@@ -360,6 +360,18 @@ class DSGRegressor(RegressorMixin, _DSGBase):
         return self
 
     def predict(self, X):
+        """Predicted targets f(x) = sum_j phi_j(x) alpha_j (paper 003, Alg. 2).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            1-D when the training targets were 1-D.
+        """
         f = self._decision(X)
         return f[:, 0] if self._y_1d else f
 
@@ -460,10 +472,34 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         return self
 
     def decision_function(self, X):
+        """Decision scores f(x) (paper 003, Alg. 2); positive favours ``classes_[1]`` (binary).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column for a single output (binary, margin losses); one per class otherwise.
+        """
         f = self._decision(X)
         return f[:, 0] if f.shape[1] == 1 else f
 
     def predict(self, X):
+        """Predicted class labels: the sign of the score (binary) or its argmax.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
         f = self.decision_function(X)
         idx = (f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)
         return self.classes_[idx]
@@ -541,10 +577,43 @@ class DSGOneClass(OutlierMixin, _DSGBase):
         return self
 
     def decision_function(self, X):
+        """f(x) - rho: negative for outliers.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         return self._decision(X)[:, 0] - self.loss_.rho
 
     def score_samples(self, X):
+        """f(x) without the offset (``decision_function`` + ``offset_``); lower is more abnormal.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         return self._decision(X)[:, 0]
 
     def predict(self, X):
+        """+1 for inliers (f(x) >= rho), -1 for outliers.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         return np.where(self.decision_function(X) >= 0, 1, -1)

@@ -316,6 +316,18 @@ class RBRegressor(RegressorMixin, _RBBase):
     fit.__doc__ = _RB_FIT.format(y="array-like of shape (n_samples,) or (n_samples, n_outputs)")
 
     def predict(self, X):
+        """Predicted targets Z(x) coef_ + intercept_ (bins unseen in training contribute 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            1-D when the training targets were 1-D.
+        """
         return self._scores(X)
 
     def __sklearn_tags__(self):
@@ -376,9 +388,33 @@ class RBClassifier(ClassifierMixin, _RBBase):
                                  + "            Class labels.")
 
     def decision_function(self, X):
+        """Decision scores Z(x) coef_; positive favours ``classes_[1]`` (binary).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column for two classes; one-vs-all scores, one per class, otherwise.
+        """
         return self._scores(X)
 
     def predict(self, X):
+        """Predicted class labels: the sign of the score (binary) or its argmax.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
         s = self.decision_function(X)
         idx = (s > 0).astype(np.int64) if s.ndim == 1 else s.argmax(axis=1)
         return self.classes_[idx]
@@ -398,6 +434,18 @@ class RBClassifier(ClassifierMixin, _RBBase):
 
     @available_if(_has_proba)
     def predict_log_proba(self, X):
+        """Log of ``predict_proba``; only for ``loss="logistic"``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
         return np.log(self.predict_proba(X))
 
 

@@ -54,6 +54,7 @@ RB_KERNELS = {"laplacian": _laplacian_widths}
 
 
 def check_rb_kernel(kernel) -> str:
+    """Lower-cased kernel name if random binning supports it, else a one-line ValueError."""
     if not isinstance(kernel, str) or kernel.lower() not in RB_KERNELS:
         raise ValueError(f"unknown kernel {kernel!r} for random binning; choose one of {sorted(RB_KERNELS)}")
     return kernel.lower()
@@ -154,6 +155,8 @@ class RandomBinning:
         return state
 
     def grids(self, d: int):
+        """Grid parameters (delta (R, d), u (R, d), hash seeds (R,)) for d dimensions, drawn once
+        and cached (they are a pure function of the seed, so never pickled)."""
         if self._grids is None or self._grids[0].shape[1] != d:
             self._grids = draw_grids(self.kernel, d, self.bandwidth, self.seed, self.n_grids)
         return self._grids

@@ -92,6 +92,7 @@ class Gaussian(Kernel):
         return _sq_euclidean(X, Y, xp, exp_scale=-0.5 / self.bandwidth**2)
 
     def sample_frequencies(self, d, n, rng):
+        """w ~ N(0, sigma^-2 I), shape (d, n)."""
         return rng.standard_normal((d, n)) / self.bandwidth
 
 
@@ -106,6 +107,7 @@ class Laplacian(Kernel):
         return xp.exp(-d1 / self.bandwidth)
 
     def sample_frequencies(self, d, n, rng):
+        """w_j ~ Cauchy(0, 1/sigma) independently, shape (d, n)."""
         return rng.standard_cauchy((d, n)) / self.bandwidth
 
 
@@ -124,6 +126,7 @@ class Cauchy(Kernel):
         return xp.exp(-logk)
 
     def sample_frequencies(self, d, n, rng):
+        """w_j ~ Laplace(0, 1/sigma) independently, shape (d, n)."""
         return rng.laplace(0.0, 1.0, (d, n)) / self.bandwidth
 
 
@@ -158,6 +161,8 @@ class Matern(Kernel):
         return (1.0 + s + s * s / 3.0) * xp.exp(-s)
 
     def sample_frequencies(self, d, n, rng):
+        """w = z / sigma * sqrt(2 nu / u), z ~ N(0, I), u ~ chi^2(2 nu): the multivariate
+        Student-t of the class docstring, shape (d, n)."""
         z = rng.standard_normal((d, n))
         u = rng.chisquare(2.0 * self.nu, size=n)
         return z * np.sqrt(2.0 * self.nu / u)[None, :] / self.bandwidth

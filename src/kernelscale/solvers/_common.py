@@ -29,6 +29,8 @@ class DeviceState:
     xp: ModuleType = np
 
     def to(self, xp: ModuleType):
+        """Move the ``_arrays`` and the ``_children`` to namespace ``xp``, in place; returns self
+        (a no-op when already there)."""
         if self.xp is xp:
             return self
         for name in self._arrays:
@@ -128,6 +130,7 @@ class Progress:
                   f"batch objective {obj:.6g}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
+        """Close the tqdm bar, if any (safe to call twice; ``fit`` calls it in ``finally``)."""
         if self.bar is not None:
             self.bar.close()
             self.bar = None

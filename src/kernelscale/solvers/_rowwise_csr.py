@@ -45,6 +45,8 @@ class RowwiseCSR:
 
     @classmethod
     def from_scipy(cls, m, xp):
+        """A scipy sparse matrix copied to the device as float64 CSR; None where ``xp`` has no
+        RawKernel (the caller then falls back to cupyx's matrices)."""
         if not hasattr(xp, "RawKernel"):
             return None
         m = m.tocsr()
@@ -52,6 +54,7 @@ class RowwiseCSR:
                    xp.asarray(m.indptr, dtype=xp.int64), m.shape, xp)
 
     def copy(self):
+        """Copy with its own ``data`` (indices and indptr shared: only ``data`` is written)."""
         return RowwiseCSR(self.data.copy(), self.indices, self.indptr, self.shape, self.xp)
 
     def __matmul__(self, P):
@@ -66,6 +69,7 @@ class RowwiseCSR:
         return out.ravel() if vec else out
 
     def sum(self, axis=None):
+        """Row sums (axis=1 only), as a product with ones: deterministic like ``@``."""
         if axis != 1:
             raise ValueError("RowwiseCSR.sum supports axis=1 only")
         return self @ self.xp.ones(self.shape[1], dtype=self.xp.float64)

@@ -78,6 +78,13 @@ EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" ma
 
 @dataclass
 class DSGConfig:
+    """Settings of one DSG / UDSG / CDSG run, checked on creation (one-line ValueErrors).
+
+    The step schedule is ``step_size``; ``n_new`` / ``n_reuse`` are UDSG's G and U (paper 000,
+    Alg. 3); ``max_step_ratio`` and ``grad_bound`` (M) tune CDSG's checking rule (paper 000,
+    eq. (9); see the module docstring).
+    """
+
     variant: str = "dsg"
     block_size: int = 256
     reg: float = 1e-4
@@ -111,6 +118,8 @@ class DSGConfig:
             raise ValueError(f"t0={self.t0!r} must be > 0")
 
     def step_size(self, t: int, eta0: float) -> float:
+        """gamma_t for 1-based iteration t: eta0 / (1 + t / t0) ("inverse"), eta0 / t ("theory",
+        paper 003, Alg. 1), eta0 / sqrt(1 + t / t0) ("inverse_sqrt") or eta0 ("constant")."""
         if self.schedule == "inverse":
             return eta0 / (1.0 + t / self.t0)
         if self.schedule == "theory":
@@ -138,6 +147,7 @@ class DSGModel:
 
     @property
     def xp(self):
+        """Array namespace of the model: that of its feature blocks."""
         return self.blocks.xp
 
     def to(self, xp) -> DSGModel:
@@ -177,6 +187,7 @@ class DSGModel:
         self.sigma2 = np.concatenate([self.sigma2, np.zeros_like(self.sigma2)])
 
     def new_block(self) -> int:
+        """Append a zero coefficient block (growing the storage as needed); returns its index."""
         self._grow()
         self.n_blocks += 1
         return self.n_blocks - 1

@@ -112,6 +112,9 @@ class KernelEigenPro(_StepMixin, DeviceState):
         self.t = 0
 
     def step(self, Xb, idx):
+        """One EigenPro iteration on batch rows Xb with training indices idx (the update in the
+        class docstring); returns the record {"objective": mean squared residual before the
+        step}."""
         xp = self.xp
         idx = xp.asarray(idx)
         K_B = self.kernel(Xb, self.X)  # (m, n)
@@ -125,6 +128,7 @@ class KernelEigenPro(_StepMixin, DeviceState):
         return {"objective": float((r * r).mean())}
 
     def decision(self, A):
+        """f(A) = K(A, X) alpha, in bounded kernel blocks (``kernel_apply``)."""
         return kernel_apply(self.kernel, A, self.X, self.alpha, self.xp)
 
 
@@ -158,11 +162,14 @@ class RFFEigenPro(_StepMixin, DeviceState):
         self.t = 0
 
     def to(self, xp):
+        """Move the weights and the feature blocks to namespace ``xp``."""
         if self.blocks.xp is not xp:
             self.blocks.to(xp)
         return super().to(xp)
 
     def step(self, Xb, Yb):
+        """One preconditioned step w -= eta P g on batch (Xb, Yb); returns the record
+        {"objective": mean squared residual before the step}."""
         Phi = self.blocks.features(Xb, 0)
         r = Phi @ self.w - Yb
         m = r.shape[0]
@@ -171,6 +178,7 @@ class RFFEigenPro(_StepMixin, DeviceState):
         return {"objective": float((r * r).mean())}
 
     def decision(self, A):
+        """f(A) = phi(A) w."""
         return self.blocks.features(A, 0) @ self.w
 
 

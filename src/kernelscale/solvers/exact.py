@@ -70,6 +70,9 @@ def cholesky_solve_inplace(A: np.ndarray, Y: np.ndarray, block: int = BLOCK) -> 
 
 
 class ExactKRR(DeviceState):
+    """Exact kernel ridge regression on the rows X held on the device: (K + alpha I) c = Y
+    (module docstring); ``fit`` then ``decision``."""
+
     _arrays = ("X", "coef")
 
     def __init__(self, kernel, X, xp: ModuleType):
@@ -79,6 +82,8 @@ class ExactKRR(DeviceState):
         self.coef = None
 
     def fit(self, Y, alpha: float):
+        """Solve (K + alpha I) c = Y for ``coef``: blocked in-place Cholesky on the CPU (one n x n
+        matrix in memory), ``xp.linalg.solve`` on the GPU."""
         xp = self.xp
         K = self.kernel(self.X)
         K[xp.diag_indices(K.shape[0])] += alpha
@@ -89,4 +94,5 @@ class ExactKRR(DeviceState):
         return self
 
     def decision(self, A):
+        """f(A) = K(A, X) c, in bounded kernel blocks (``kernel_apply``)."""
         return kernel_apply(self.kernel, A, self.X, self.coef, self.xp)

@@ -39,6 +39,9 @@ from ._common import DeviceState, kernel_apply
 
 
 class NORMA(DeviceState):
+    """NORMA state: a ring buffer of at most ``budget`` centres and coefficients and a common
+    scale, f = scale * sum_j c_j k(x_j, .) (module docstring); ``step`` is one mini-batch update."""
+
     _arrays = ("centers", "coef", "g_mean")
 
     def __init__(self, kernel, loss, n_features: int, n_outputs: int, *, lam: float, eta0: float,
@@ -62,15 +65,21 @@ class NORMA(DeviceState):
         self.t = 0
 
     def eta(self, t: int) -> float:
+        """Step size of 0-based iteration t: eta0 / sqrt(t + 1) ("invsqrt") or eta0."""
         return self.eta0 / math.sqrt(t + 1) if self.schedule == "invsqrt" else self.eta0
 
     def decision(self, A):
+        """f(A) over the stored terms (zeros before the first term)."""
         if self.count == 0:
             return self.xp.zeros((A.shape[0], self.coef.shape[1]), dtype=A.dtype)
         c = self.count
         return self.scale * kernel_apply(self.kernel, A, self.centers[:c], self.coef[:c], self.xp)
 
     def step(self, Xb, Yb):
+        """One mini-batch NORMA step on (Xb, Yb): shrink by 1 - eta lam, store the batch's
+        non-zero-derivative points as new terms (oldest overwritten). Returns the record: batch
+        objective before the step, the step, and ``after`` (the batch's loss after it, for
+        ``run_loop``'s overshoot check)."""
         xp = self.xp
         u = self.decision(Xb)
         batch_loss = float(self.loss.value(u, Yb).mean())

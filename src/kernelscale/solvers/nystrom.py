@@ -28,6 +28,9 @@ from ._common import DeviceState, kernel_apply
 
 
 class NystromRidge(DeviceState):
+    """Nyström ridge over landmarks Z (module docstring); the constructor eigendecomposes K_ZZ,
+    ``fit`` solves the ridge and keeps coefficients over Z."""
+
     _arrays = ("Z", "coef")
 
     def __init__(self, kernel, Z, xp: ModuleType, rcond: float = 1e-12):
@@ -71,6 +74,7 @@ class NystromRidge(DeviceState):
         return self
 
     def decision(self, A):
+        """f(A) = K(A, Z) coef, in bounded kernel blocks (``kernel_apply``)."""
         return kernel_apply(self.kernel, A, self.Z, self.coef, self.xp)
 
 

@@ -19,6 +19,9 @@ from ._common import DeviceState, kernel_apply
 
 
 class KernelPegasos(DeviceState):
+    """Kernel Pegasos state over the training rows X (held on the device): the violation counts
+    ``a`` (n x C); f is evaluated as in the module docstring."""
+
     _arrays = ("X", "Y", "a")
     # the step 1/(lam t) is the algorithm's own and its iterate is bounded by construction,
     # ||w_t|| <= max ||phi|| / lam (sum_j a_j <= t); with lam = alpha / n the early hinge is
@@ -45,6 +48,8 @@ class KernelPegasos(DeviceState):
         return kernel_apply(self.kernel, A, self.X[sv], coef, xp) / (self.lam * t_done)
 
     def step(self, Xb, idx):
+        """One mini-batch Pegasos step on rows Xb with training indices idx: a_j += 1/m for the
+        margin violators. Returns the record: mean hinge loss and violation rate before the step."""
         xp = self.xp
         idx = xp.asarray(idx)
         Yb = self.Y[idx]
@@ -56,4 +61,5 @@ class KernelPegasos(DeviceState):
         return {"objective": hinge, "violations": float(viol.mean())}
 
     def decision(self, A):
+        """f(A) after the iterations done so far."""
         return self._f(A, self.t)

@@ -146,4 +146,5 @@ class _ClusterNormal:
         return total
 
     def close(self):
+        """Release Z's row blocks scattered on the cluster."""
         self.client.cancel(self.blocks)

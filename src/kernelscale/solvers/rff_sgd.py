@@ -32,6 +32,9 @@ CURVATURE = {"square": 1.0, "logistic": 0.25, "softmax": 0.5, "squared_hinge": 2
 
 
 class RFFSGD(DeviceState):
+    """Linear model W (D x C) on one block of D random Fourier features, trained by SGD or SVRG
+    (module docstring); ``data`` holds (X, Y) during a fit for SVRG's full gradient."""
+
     _arrays = ("w", "w_snap", "mu")
 
     def __init__(self, blocks, loss, n_outputs: int, *, alpha: float, solver: str, eta0,
@@ -67,12 +70,15 @@ class RFFSGD(DeviceState):
         return state
 
     def to(self, xp):
+        """Move the weights and the feature blocks to namespace ``xp``."""
         if self.blocks.xp is not xp:
             self.blocks.to(xp)
         return super().to(xp)
 
     @staticmethod
     def sample_rows(X, seed: int, size: int = 512):
+        """``size`` rows of X drawn with ``seed``: the subsample on which beta and lambda_1 of
+        eta0="auto" are measured."""
         return take_rows(X, subsample_indices(int(X.shape[0]), size, seed))
 
     def _grad(self, Phi, Y, w):
@@ -108,6 +114,9 @@ class RFFSGD(DeviceState):
         return total / int(X.shape[0]) + 0.5 * self.alpha * float((self.w * self.w).sum())
 
     def step(self, Xb, Yb):
+        """One SGD step (eta_t = eta0 / (1 + alpha eta0 t)) or SVRG step (a new snapshot every
+        ``inner`` steps) on batch (Xb, Yb); returns the record: batch objective before the step and
+        the step size."""
         Phi = self.blocks.features(Xb, 0)
         if self.solver == "sgd":
             eta = self.eta0 / (1.0 + self.alpha * self.eta0 * self.t)
@@ -125,6 +134,7 @@ class RFFSGD(DeviceState):
         return {"objective": batch_loss, "step": eta}
 
     def decision(self, A):
+        """f(A) = phi(A) W."""
         return self.blocks.features(A, 0) @ self.w
 
 
