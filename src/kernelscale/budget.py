@@ -169,8 +169,8 @@ def release_freed_memory() -> None:
     elsewhere). Freed blocks below glibc's mmap threshold stay resident in its heap: after a
     phase of many medium temporaries (decoded chunks of a row sample, pairwise distances) they
     would sit under everything allocated next. One call costs well under a millisecond; it is
-    made between phases, never in a loop (a lower mmap threshold for good, tried before, cost
-    30-60 % of the stream's throughput)."""
+    made between phases, never in a loop (a permanently lower mmap threshold, tried before,
+    slowed the stream down)."""
     if not _TRIM:
         fn = None
         try:
