@@ -38,7 +38,6 @@ import contextlib
 import contextvars
 import dataclasses
 import numbers
-import os
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +144,3 @@ def resolve(engine) -> Engine:
     opts = {**DEFAULTS, **_GLOBAL, **dict(_CONTEXT.get()), **as_options(engine)}
     return Engine(**opts)
 
-
-def n_threads(n_jobs: int) -> int:
-    """Threads for ``n_jobs`` (-1: this machine's cores)."""
-    return (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)

@@ -33,7 +33,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine as _engine
 from ..backend import DeviceError, resolve_device
-from ..kernels.bandwidth import resolve_bandwidth
 from ..kernels.random_binning import DEFAULT_CHUNK_ROWS, RB_KERNELS, RandomBinning, check_rb_kernel
 from ..losses import sigmoid
 from ..rng import seed_from
@@ -186,8 +185,6 @@ class _RBBase(KernelscaleEstimator):
                              " use solver='cd' for other losses")
         if self.solver == "cg" and self.reg != "auto" and reg_and_ridge(self.reg, 1)[0] == 0:
             raise ValueError("reg=0 must be > 0 for solver='cg' (the ridge system needs it)")
-        if not isinstance(self.bandwidth, str) and self.bandwidth != "auto":
-            resolve_bandwidth(self.bandwidth, None, "cityblock")  # numeric check only
         engine = self._resolve_engine()
         device = resolve_device(engine.device)
         if self.solver == "cd" and device == "gpu":
@@ -199,8 +196,7 @@ class _RBBase(KernelscaleEstimator):
         return device
 
     def _chunk_rows(self) -> int:
-        chunk = getattr(self, "engine_", None) or _engine.resolve(self.engine)
-        return int(chunk.chunk_rows or DEFAULT_CHUNK_ROWS)
+        return int(self.engine_.chunk_rows or DEFAULT_CHUNK_ROWS)
 
     def _fit_features(self, X, Y):
         """Bins of the training rows; sets ``bandwidth_`` and ``reg_``. ``bandwidth="auto"`` /
