@@ -1,5 +1,7 @@
 """Kernels: exact values, random Fourier estimates within standard errors, seeds, bandwidth."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -124,3 +126,21 @@ def test_estimators_and_engine_options_are_exported_from_the_top_level():
         assert hasattr(obj, "fit") or obj is getattr(kernelscale.engine, name)
     with pytest.raises(AttributeError):
         kernelscale.NoSuchEstimator  # noqa: B018
+
+
+def test_feature_blocks_are_safe_to_share_between_threads():
+    """One fitted model predicting from several threads (dask workers in one process) shares its
+    FourierBlocks; the frequency cache grows under a lock, so every thread sees whole blocks."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X = np.random.default_rng(0).standard_normal((50, 6))
+    ref = FourierBlocks(make_kernel("gaussian", 2.0), 6, 16, seed=3)
+    want = {hi: ref.features(X, 0, hi) for hi in range(1, 41)}
+    for _ in range(20):
+        # growing requests: readers of the small blocks meet the cache while it is swapped
+        shared = FourierBlocks(make_kernel("gaussian", 2.0), 6, 16, seed=3)
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda hi, s=shared: (hi, s.features(X, 0, hi)),
+                                [h for h in range(1, 41) for _ in range(4)]))
+        assert all(np.array_equal(f, want[hi]) for hi, f in got)
+    assert pickle.loads(pickle.dumps(shared)).features(X, 0, 3).shape == (50, 48)

@@ -8,6 +8,7 @@ with F samples.  Consecutive blocks are stacked so that many blocks cost one lar
 from __future__ import annotations
 
 import math
+import threading
 from types import ModuleType
 
 import numpy as np
@@ -69,20 +70,26 @@ class FourierBlocks:
         self._W = None
         self._b = None
         self._n_cached = 0
+        # one model may predict from several threads at once (dask workers of one process): the
+        # cache is swapped while it grows, so readers and the grower take turns
+        self._lock = threading.Lock()
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state.update(_W=None, _b=None, _n_cached=0, xp=None)
+        del state["_lock"]
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.xp = np
+        self._lock = threading.Lock()
 
     def to(self, xp: ModuleType) -> FourierBlocks:
         """Move to another array namespace (drops the cache)."""
-        self.xp = xp
-        self._W, self._b, self._n_cached = None, None, 0
+        with self._lock:
+            self.xp = xp
+            self._W, self._b, self._n_cached = None, None, 0
         return self
 
     def _host_blocks(self, lo: int, hi: int):
@@ -111,10 +118,12 @@ class FourierBlocks:
     def params(self, lo: int, hi: int):
         """Stacked (W, b) of blocks lo..hi-1 on the device: shapes (d, (hi-lo) F) and ((hi-lo) F,)."""
         if hi <= self.max_cached:
-            if hi > self._n_cached:
-                # grow geometrically so that DSG's one-block-per-iteration growth is amortised
-                self._extend_cache(min(self.max_cached, max(hi, 2 * self._n_cached)))
-            return self._W[:, lo * self.F : hi * self.F], self._b[lo * self.F : hi * self.F]
+            with self._lock:
+                if hi > self._n_cached:
+                    # grow geometrically so that DSG's one-block-per-iteration growth is amortised
+                    self._extend_cache(min(self.max_cached, max(hi, 2 * self._n_cached)))
+                W, b = self._W, self._b
+            return W[:, lo * self.F : hi * self.F], b[lo * self.F : hi * self.F]
         W, b = self._host_blocks(lo, hi)
         return self.xp.asarray(W, dtype=self.dtype), self.xp.asarray(b, dtype=self.dtype)
 
