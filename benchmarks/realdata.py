@@ -66,9 +66,15 @@ def load_devdata_specs(devdata: Path) -> dict:
         raise SystemExit(f"realdata: {cfg_path} not found (the devdata folder is missing)")
     specs = yaml.safe_load(cfg_path.read_text())["datasets"]
     for spec in specs.values():
-        for key in ("path", "test_path"):
+        for key in ("path", "test_path", "labels_path", "test_labels_path"):
             if key in spec:
-                spec[key] = str(devdata / Path(spec[key]).name)
+                # devdata.yaml's paths are relative to a project root beside shared/
+                # (../shared/devdata/...); a devdata folder elsewhere holds the same relative
+                # layout below it
+                rel = Path(spec[key])
+                parts = rel.parts[rel.parts.index("devdata") + 1:] if "devdata" in rel.parts \
+                    else (rel.name,)
+                spec[key] = str(devdata.joinpath(*parts))
                 if not Path(spec[key]).is_file():
                     raise SystemExit(f"realdata: {spec[key]} (datasets.{key}) not found")
     return specs

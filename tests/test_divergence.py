@@ -55,3 +55,59 @@ def test_auto_step_keeps_the_shrink_factor_positive():
     est = DSGRegressor(bandwidth=0.3, reg=0.1, n_iter=5, random_state=0).fit(X, y)
     gamma = est.solver_.eta0
     assert 0 < 1 - gamma * 0.1 <= 1
+
+
+# Issue 25, point 2: at reg = 1e-6 every variant and preconditioner, bandwidth 0.1 to 3, used to
+# return finite models with test R^2 down to -781 (27 of 167 fits of the sweep on make_friedman1).
+# A fit must now learn (training R^2 > 0, test R^2 > -1) or stop with a one-line error. 4,000
+# training rows and the default step count, as in the sweep.
+SMALL_REG_GRID = list(itertools.product([0.1, 0.3, 1.0, 3.0], ["dsg", "udsg", "cdsg"],
+                                        ["auto", False, True, "eigenpro"]))
+
+
+@pytest.fixture(scope="module")
+def friedman_split():
+    X, y = make_friedman1(n_samples=5000, n_features=10, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    y = (y - y.mean()) / y.std()
+    return X[:4000], y[:4000], X[4000:], y[4000:]
+
+
+@pytest.mark.parametrize("bandwidth,variant,precondition", SMALL_REG_GRID)
+def test_small_reg_learns_or_says_why(friedman_split, bandwidth, variant, precondition):
+    Xtr, ytr, Xte, yte = friedman_split
+    est = DSGRegressor(variant=variant, bandwidth=bandwidth, reg=1e-6, precondition=precondition,
+                       random_state=0)
+    try:
+        est.fit(Xtr, ytr)
+    except FloatingPointError as e:
+        msg = str(e)
+        assert "\n" not in msg and "diverged" in msg and "bandwidth" in msg
+        return
+    r2_train, r2_test = r2_score(ytr, est.predict(Xtr)), r2_score(yte, est.predict(Xte))
+    assert r2_train > 0 and r2_test > -1, (
+        f"silent meaningless model: train R^2 {r2_train:.3g}, test R^2 {r2_test:.3g}")
+
+
+def test_watch_stops_a_run_worse_than_zero():
+    """A constant schedule with a step far past the stable one: the smoothed objective rises
+    above twice that of f = 0 and the fit stops with the one-line error, not a model."""
+    X, y = _data("friedman")
+    est = DSGRegressor(bandwidth=0.1, reg=0.0, eta0=200.0, step_schedule="constant",
+                       precondition=False, n_iter=60, random_state=0)
+    with pytest.raises(FloatingPointError, match="diverged") as info:
+        est.fit(X, y)
+    assert "\n" not in str(info.value)
+
+
+def test_noise_cap_only_binds_for_kernels_that_cannot_learn():
+    """The random-feature noise cap leaves EigenPro's step alone at the data's scale
+    (bandwidth 3 on standardized d = 10) and replaces it far below (bandwidth 0.1)."""
+    X, y = _data("friedman")
+    Xb = X[:256]
+    for bandwidth, cap_binds in ((3.0, False), (0.1, True)):
+        est = DSGRegressor(bandwidth=bandwidth, reg=1e-6, precondition=False, n_iter=1,
+                           random_state=0).fit(X, y)
+        solver = est.solver_
+        auto, cap = solver._auto_eta0(Xb), solver._noise_cap(Xb, solver.horizon)
+        assert (cap < auto) == cap_binds, (bandwidth, auto, cap)

@@ -315,3 +315,15 @@ def test_regressor_partial_fit_continues_the_model():
     assert scores[2] > scores[0] + 0.1
     with pytest.raises(ValueError, match="features"):
         reg.partial_fit(X[:, :3], y)
+
+
+def test_auto_iterations_grow_with_n_without_a_cap():
+    """Issue 20: ``n_iter="auto"`` is one epoch (at least 100 steps) for every n; the former
+    rule stopped at 400 steps, i.e. at most 400 B rows: ~1 % of 10^7."""
+    from kernelscale.estimators.dsg import auto_iterations
+
+    assert auto_iterations(4000, 256) == 100
+    assert auto_iterations(60_000, 256) == 235
+    for n in (10**6, 10**7, 10**9):
+        assert auto_iterations(n, 256) * 256 >= n  # one full epoch
+    assert auto_iterations(10**7, 4096) == -(-10**7 // 4096)

@@ -38,6 +38,17 @@ EIGENPRO_SUBSAMPLE = 2000
 EIGENPRO_MIN_BATCH = 128
 
 
+# "auto" iterations: at least this many blocks, so that f can represent the kernel's leading
+# eigenfunctions even on small sets (one epoch of a 4,000-row set at B = 256 is 16 blocks)
+MIN_AUTO_ITERATIONS = 100
+
+
+def auto_iterations(n: int, batch_size: int) -> int:
+    """``n_iter="auto"``: one epoch, ceil(n / B) iterations, at least ``MIN_AUTO_ITERATIONS``;
+    never capped above, so a fit sees every row once for any n (cost: see ``n_iter``)."""
+    return max(MIN_AUTO_ITERATIONS, -(-int(n) // max(1, int(batch_size))))
+
+
 _DSG_PARAMS = """\
 variant : {"dsg", "udsg", "cdsg"}, default="dsg"
     DSG (paper 003), UDSG (reuses old feature blocks) or CDSG (line search; paper 000).
@@ -61,12 +72,15 @@ batch_size : int, default=256
     B, points per iteration.
 block_size : int, default=256
     F, random features per new block.
-n_iter : "auto", int >= 0 or "K epochs", default="auto"
-    Iterations per ``fit`` call. "auto" = one epoch, ceil(n / B), at least 100 (so that f has
-    >= 100 F features, enough for the kernel's spectrum on these data) and at most 400
-    (iteration t costs O(t B F d): DSG's total cost is quadratic in n_iter, the weakness
-    UDSG/CDSG address); "K epochs" = ceil(K ceil(n / B)) iterations. The value used is
-    ``n_iter_per_fit_``.
+n_iter : "auto", int >= 1 or "K epochs", default="auto"
+    Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B)``: one epoch, ceil(n / B),
+    and at least 100 (so that f has >= 100 F features, enough for the kernel's spectrum on
+    small sets); no upper bound, so every row is seen once whatever n. Cost: iteration t
+    evaluates f on the batch over all its blocks, O(m_t B F d) with m_t blocks (DSG: m_t = t;
+    UDSG: G / (G + U) of t; CDSG: as many as its check adds), so one epoch of DSG costs
+    O(T^2 B F d / 2) = O(n^2 F d / (2 B)) at a fixed B: quadratic in n. A batch growing like
+    sqrt(n F) keeps it at O(n^1.5 d) (T ~ sqrt(n / F) blocks). "K epochs" =
+    ceil(K ceil(n / B)) iterations. The value used is ``n_iter_per_fit_``.
 eta0 : "auto" or float, default="auto"
     Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
     "auto" is the largest stable step: EigenPro's mini-batch bound
@@ -184,7 +198,7 @@ class _DSGBase(KernelscaleEstimator):
         self.bandwidth_ = self.kernel_.bandwidth
         self.reg_ = reg_and_ridge(self.reg, n, alpha)[0]
         self._per_epoch = -(-n // int(self.batch_size))
-        self.n_iter_per_fit_ = (min(400, max(100, self._per_epoch)) if self.n_iter == "auto"
+        self.n_iter_per_fit_ = (auto_iterations(n, int(self.batch_size)) if self.n_iter == "auto"
                                 else steps(self.n_iter, self._per_epoch, 1))
         if self.precondition == "auto":
             regression = "eigenpro" if int(self.batch_size) >= EIGENPRO_MIN_BATCH else False

@@ -73,6 +73,15 @@ def group_bytes(xp) -> int:
     return GROUP_BYTES if xp is np else GPU_GROUP_BYTES
 RIDGE_FACTOR = 0.01
 DIVERGED = 1e4  # batch objective over its first value that stops a run as diverged
+# a run whose smoothed batch objective stays above this multiple of the objective of f = 0
+# (its first batch) has learned a function worse than predicting nothing: stopped with an error
+# rather than returned (square loss: R^2 < -1 on batches the step did not see)
+WORSE_THAN_ZERO = 2.0
+WATCH_AFTER = 20  # iterations before the smoothed objective is judged (its average needs a few)
+WATCH_DECAY = 0.9  # exponential average of the batch objective over ~10 iterations
+# share of the objective of f = 0 that the random-feature noise of all plain steps together may
+# add (``DSGSolver._noise_cap``)
+NOISE_SHARE = 0.25
 EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" may cause
 
 
@@ -224,7 +233,10 @@ class DSGModel:
 class DSGSolver:
     """Runs DSG / UDSG / CDSG iterations on a model (see the module docstring)."""
 
-    obj_start = None  # (class default: solvers pickled before the divergence watch existed)
+    # (class defaults: solvers pickled before these existed)
+    obj_start = None
+    obj_avg = None
+    horizon = 0
 
     def __init__(self, model: DSGModel, kernel: Kernel, loss: Loss, config: DSGConfig, seed: int):
         self.model = model
@@ -237,6 +249,8 @@ class DSGSolver:
         self.eta0 = None if config.eta0 == "auto" else float(config.eta0)
         self.obj_start = None  # batch objective of the first iteration (divergence watch)
         self.X_S = None  # subsample rows for the "eigenpro" preconditioner (set by the estimator)
+        self.horizon = 0  # iterations of the first run (the noise cap's sum for open schedules)
+        self.obj_avg = None  # exponential average of the batch objective (divergence watch)
 
     def _eigenpro(self, k: int, batch: int):
         """EigenPro preconditioner P_k of block k (paper 004, Algorithm EigenPro, on the block's
@@ -275,6 +289,29 @@ class DSGSolver:
         P = self._eigenpro(0, B)
         beta = P.set_beta(self.model.blocks.features(X, 0))
         return B / (beta + (B - 1) * P.lam_next + B * self.config.reg)
+
+    def _noise_cap(self, X, horizon: int) -> float:
+        """Largest eta0 whose random-feature noise stays bounded: a step adds to f, at every
+        point the batch did not hold, the error of the block's kernel estimate,
+        -(gamma/B) sum_b (k_hat - k)(x_b, x) r_b, of variance gamma^2 sigma^2 ||r||^2 / B with
+        sigma^2 = Var[k_hat(x, x')] (``_block_variance``; about 1 / (2F) for cosine features).
+        Every new block draws new noise, so it adds up over the run: sum_t gamma_t^2 sigma^2 / B
+        times the residual. Where the kernel learns, each step's decrease 2 gamma <r, K r>
+        outweighs it; where it cannot (a bandwidth far below the data's scale: K r ~ 0 off
+        the batch) nothing does, and with EigenPro's step (~B at lambda_1 ~ 0) the noise grew the
+        error 100-800 fold (issue 25). Capping eta0 at sqrt(NOISE_SHARE B / (sigma^2 S)),
+        S = sum_t (gamma_t / eta0)^2 over the run (at most t0 for "inverse", pi^2/6 for
+        "theory", ``horizon`` terms otherwise), bounds the added noise at NOISE_SHARE of the
+        residual; the cap is far above the EigenPro bound wherever lambda_1 is not tiny."""
+        cfg = self.config
+        sigma2 = self._block_variance(self.model.blocks.features(X, 0), X)
+        if cfg.schedule == "inverse":
+            S = cfg.t0
+        elif cfg.schedule == "theory":
+            S = math.pi ** 2 / 6
+        else:
+            S = sum((cfg.step_size(t, 1.0)) ** 2 for t in range(1, max(1, int(horizon)) + 1))
+        return math.sqrt(NOISE_SHARE * X.shape[0] / (max(sigma2, 1e-12) * S))
 
     def _auto_eta0(self, X) -> float:
         """EigenPro's mini-batch step for the regularised problem, B / (1 + (B - 1) lambda_1 + B nu)
@@ -336,6 +373,8 @@ class DSGSolver:
                 self.eta0 = self._eigenpro_eta0(X)
             else:
                 self.eta0 = 1.0 / (1.0 + cfg.reg) if cfg.precondition else self._auto_eta0(X)
+            if cfg.precondition is not True:
+                self.eta0 = min(self.eta0, self._noise_cap(X, self.horizon))
         gamma = cfg.step_size(t, self.eta0)
         u = model.decision(X)
         g = self.loss.deriv(u, Y)
@@ -368,25 +407,41 @@ class DSGSolver:
         return {"iter": t, "objective": batch_loss, "n_blocks": model.n_blocks, "step": step,
                 "new_block": bool(new)}
 
+    def _watch(self, rec: dict) -> None:
+        """Stop a run that diverges or ends worse than f = 0, with a one-line error.
+
+        The batch objective is measured before the batch's own step, on rows that step has not
+        used: a fresh estimate of the population objective. A working run stays near or below
+        its start (f = 0); 1e4 times it, or its average above WORSE_THAN_ZERO times it after
+        WATCH_AFTER iterations, means the steps add more error than they remove (the model
+        would be finite but meaningless)."""
+        obj = rec["objective"]
+        if self.obj_start is None and math.isfinite(obj) and obj > 1e-8:
+            self.obj_start = obj  # (a zero start, e.g. the novelty loss, is not watched)
+        if math.isfinite(obj):
+            self.obj_avg = obj if self.obj_avg is None else (
+                WATCH_DECAY * self.obj_avg + (1 - WATCH_DECAY) * obj)
+        start = self.obj_start
+        worse = (start is not None and rec["iter"] > WATCH_AFTER
+                 and self.obj_avg > WORSE_THAN_ZERO * start)
+        if not math.isfinite(obj) or (start is not None and obj > DIVERGED * start) or worse:
+            what = (f"batch objective {obj:.3g}, {obj / (start or 1):.3g} x its start" if not worse
+                    else f"average batch objective {self.obj_avg:.3g}, "
+                         f"{self.obj_avg / start:.3g} x that of f = 0")
+            raise FloatingPointError(
+                f"DSG diverged at iteration {rec['iter']} ({what}); set a smaller eta0, a "
+                "larger t0, a larger bandwidth or reg, or precondition=False")
+
     def run(self, batches, n_iter: int, history: dict, on_step=None) -> None:
         """``n_iter`` iterations over ``batches(t) -> (X, Y)``; appends to ``history``."""
         t_start = time.perf_counter()
         base = history["time"][-1] if history.get("time") else 0.0
+        if not self.horizon:
+            self.horizon = int(n_iter)
         for _ in range(int(n_iter)):
             X, Y = batches(self.t)
             rec = self.step(X, Y)
-            obj = rec["objective"]
-            if self.obj_start is None and math.isfinite(obj) and obj > 1e-8:
-                self.obj_start = obj  # (a zero start, e.g. the novelty loss, is not watched)
-            # the batch objective of a working run stays within a few times its start (f = 0);
-            # 1e4 times it means the iteration is diverging: stop rather than return a finite
-            # but meaningless model
-            if not math.isfinite(obj) or (self.obj_start is not None
-                                          and obj > DIVERGED * self.obj_start):
-                raise FloatingPointError(
-                    f"DSG diverged at iteration {rec['iter']} (batch objective {obj:.3g}, "
-                    f"{obj / (self.obj_start or 1):.3g} x its start); set a smaller eta0, a "
-                    "larger t0 or precondition=False")
+            self._watch(rec)
             synchronize(self.model.xp)
             rec["time"] = base + time.perf_counter() - t_start
             for key, val in rec.items():
