@@ -316,3 +316,64 @@ def test_plot_colours_fixed_and_objectives_grouped(tmp_path):
     assert objective_signature(run("dsg")) != objective_signature(run("dsg", reg=1e-3))
     assert objective_signature(run("dsg")) != objective_signature(run("dsg", loss="hinge"))
     assert objective_signature(run("dsg")) != objective_signature(run("rff_sgd"))
+
+
+def test_chosen_settings_are_recorded(tmp_path):
+    """What "auto" chose is in final.json under `chosen` and in MLflow as `chosen.*` params
+    (params.json and `params.*` keep "auto"), read from the fitted estimator."""
+    import pickle
+
+    from mlflow.tracking import MlflowClient
+
+    from test_cli_train import make_prepared
+
+    data = make_prepared(tmp_path / "data", "toyr", "regression", n_train=400, n_test=100, d=3,
+                         chunk_rows=100)
+    spec = {"estimator": "rff_sgd", "params": {"n_iter": 4, "n_components": 50},
+            "device": "cpu", "segments": 2}
+    out = tmp_path / "runs" / "toyr" / "rff" / "seed0"
+    final = train(data, out, "rff", spec, seed=0)
+    est = pickle.loads((out / "model.pkl").read_bytes())
+    chosen = json.loads((out / "final.json").read_text())["chosen"]
+    assert chosen == final["chosen"]
+    assert chosen["reg"] == est.reg_ and chosen["bandwidth"] == est.bandwidth_
+    assert chosen["eta0"] == est.eta0_ and chosen["n_components"] == 50
+    assert chosen["iterations"] == 8 and chosen["device"] == "cpu"
+    assert json.loads((out / "params.json").read_text())["params"]["reg"] == "auto"
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    [rec] = tracking.import_runs(uri, "t", [out])
+    params = MlflowClient(uri).get_run(rec["run_id"]).data.params
+    assert params["params.reg"] == "auto" and params["chosen.reg"] == str(est.reg_)
+    assert params["chosen.bandwidth"] == str(est.bandwidth_)
+    assert {f"chosen.{k}" for k in chosen} <= set(params)
+
+
+def test_chosen_settings_read_solvers_and_skip_what_is_not_a_setting():
+    """DSG's step size is held by its solver (``solver_.eta0``); arrays, objects and a property
+    that raises are not recorded; numpy scalars become plain numbers."""
+    import numpy as np
+
+    from kernelscale.pipeline import registry
+    from kernelscale.pipeline.chosen import chosen_settings
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    est = registry.make_estimator("dsg", "regression", n_iter=3, batch_size=32, block_size=16,
+                                  random_state=0).fit(X, X[:, 0])
+    chosen = chosen_settings(est)
+    assert chosen["eta0"] == est.solver_.eta0 and est.eta0 == "auto"
+    assert chosen["reg"] == est.reg_ and chosen["bandwidth"] == est.bandwidth_
+
+    class Fitted:
+        bandwidth_ = np.float32(0.5)
+        reg_ = np.array(1e-3)  # 0-d: a number
+        n_components_ = np.array([1, 2])  # not a setting
+        solver_ = type("S", (), {"eta0": np.int64(3)})()
+
+        @property
+        def rank_(self):
+            raise AttributeError("not fitted")
+
+    got = chosen_settings(Fitted())
+    assert got == {"bandwidth": 0.5, "reg": 1e-3, "eta0": 3}
+    assert all(type(v) in (float, int) for v in got.values())
