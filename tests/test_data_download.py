@@ -169,3 +169,81 @@ def test_remote_sha256_and_checksum_command(server, capsys):
     assert remote_sha256(f"{base}/new.bin") == (digest, 13)
     assert main(["checksum", f"{base}/new.bin"]) == 0
     assert capsys.readouterr().out == f"{digest}  13  {base}/new.bin\n"
+
+
+TODO = "TODO-verify-on-first-download"
+
+
+def test_unknown_checksum_is_trusted_on_first_download_then_pinned(server, tmp_path, caplog,
+                                                                   monkeypatch):
+    """A TODO checksum: the first download is kept, its sha256 logged with the key to paste it
+    into and pinned beside the file; later uses (cached or downloaded again) must match it."""
+    from kernelscale.pipeline.data.download import REQUIRE_ENV, pin_path, read_pin
+
+    monkeypatch.delenv(REQUIRE_ENV, raising=False)
+    root, base, handler = server
+    digest = _put(root, "u.txt", b"1 1:0.5\n")
+    dest = tmp_path / "cache" / "toy" / "u.txt"
+    caplog.set_level("INFO", logger="kernelscale.pipeline.data")
+    assert fetch(f"{base}/u.txt", TODO, dest, key="datasets.toy.sha256") == dest
+    assert dest.read_bytes() == b"1 1:0.5\n" and read_pin(dest) == digest
+    assert pin_path(dest).read_text() == f"{digest}  u.txt\n"  # `sha256sum -c` reads it
+    [line] = [r.getMessage() for r in caplog.records if digest in r.getMessage()]
+    assert "datasets.toy.sha256 is not filled in" in line and "paste it" in line
+    fetch(f"{base}/u.txt", TODO, dest)  # cached and matching the pin: no request
+    assert handler.requests == ["/u.txt"]
+    # the server now sends something else: a fresh download is refused against the pin
+    _put(root, "u.txt", b"tampered\n")
+    dest.unlink()
+    with pytest.raises(DataError, match="sha256 mismatch .* first download had") as err:
+        fetch(f"{base}/u.txt", TODO, dest, retries=0)
+    assert "\n" not in str(err.value) and not dest.exists() and read_pin(dest) == digest
+    # a cached copy that no longer matches is replaced by a download, which must match too
+    dest.write_bytes(b"changed on disk")
+    with pytest.raises(DataError, match="first download had"):
+        fetch(f"{base}/u.txt", TODO, dest, retries=0)
+    _put(root, "u.txt", b"1 1:0.5\n")
+    dest.write_bytes(b"changed on disk")
+    assert fetch(f"{base}/u.txt", TODO, dest).read_bytes() == b"1 1:0.5\n"
+
+
+def test_unknown_checksum_refused_in_one_line_when_required(server, tmp_path, monkeypatch):
+    from kernelscale.pipeline.data.download import REQUIRE_ENV, pin_path
+
+    root, base, _ = server
+    digest = _put(root, "u.txt", b"payload")
+    monkeypatch.setenv(REQUIRE_ENV, "1")
+    dest = tmp_path / "u.txt"
+    with pytest.raises(DataError) as err:
+        fetch(f"{base}/u.txt", TODO, dest, key="datasets.toy.test_sha256")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("datasets.toy.test_sha256: not filled in")
+    assert digest in msg and "7 bytes" in msg
+    assert not dest.exists() and not pin_path(dest).exists()
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_unverified_files_are_listed_for_the_closing_lines(server, tmp_path, monkeypatch):
+    """The pipeline's end-of-run lines name each pinned file's key and sha256, only for the
+    datasets its runs use and only while the config still says TODO."""
+    from kernelscale.pipeline import plan
+    from kernelscale.pipeline.data.download import REQUIRE_ENV
+
+    monkeypatch.delenv(REQUIRE_ENV, raising=False)
+    root, base, _ = server
+    known = _put(root, "k.txt", b"-1 1:2\n")
+    digest = _put(root, "t.txt", b"1 1:1\n")
+    spec = {"task": "binary", "format": "libsvm", "url": f"{base}/t.txt", "sha256": TODO,
+            "test_url": f"{base}/k.txt", "test_sha256": known}
+    cache = tmp_path / "cache"
+    download_dataset("toy", spec, cache)
+    config = {"datasets": {"toy": spec, "other": {**spec, "url": f"{base}/k.txt"}},
+              "experiments": [{"datasets": ["toy"], "algorithms": ["dsg"]}]}
+    [line] = plan.unverified_checksum_lines(config, cache)
+    assert "datasets.toy.sha256 is not filled in" in line and digest in line
+    # a copy put in the cache by hand (no download job ran, no pin): said, not hashed
+    (cache / "toy" / "t.txt.sha256").unlink()
+    [line] = plan.unverified_checksum_lines(config, cache)
+    assert "put there by hand" in line and "sha256sum" in line
+    spec["sha256"] = digest  # pasted: nothing left to say
+    assert plan.unverified_checksum_lines(config, cache) == []

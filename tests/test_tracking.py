@@ -297,22 +297,200 @@ def test_best_exact_kernel_row(tmp_path):
     assert not tables.wide_table(df)["algorithm"].str.startswith("best exact kernel").any()
 
 
-def test_plot_colours_fixed_and_objectives_grouped(tmp_path):
-    """One colour per algorithm name whatever the figure; objectives share a panel only when
-    they are the same function (same estimator class, loss, regulariser, kernel ...)."""
+def _distinct(c1, c2) -> bool:
+    """Told apart at a glance: hues 30 degrees apart (both coloured), one grey and one
+    coloured, or two greys 0.4 apart in value. tab20's light/dark pairs of one hue fail."""
+    from matplotlib.colors import rgb_to_hsv, to_rgb
+
+    (h1, s1, v1), (h2, s2, v2) = rgb_to_hsv(to_rgb(c1)), rgb_to_hsv(to_rgb(c2))
+    coloured1, coloured2 = s1 > 0.15 and v1 > 0.25, s2 > 0.15 and v2 > 0.25
+    if coloured1 and coloured2:
+        return min(abs(h1 - h2), 1 - abs(h1 - h2)) * 360 >= 30
+    return coloured1 != coloured2 or abs(v1 - v2) >= 0.4
+
+
+def test_plot_styles_fixed_and_objectives_grouped(tmp_path):
+    """One colour and marker per algorithm, the same in every figure, for every registered
+    algorithm; members of a family (one estimators module) differ in hue and marker.
+    Objectives share a panel only when they are the same function."""
+    import matplotlib
+    import pandas as pd
+
     from kernelscale.pipeline import registry
-    from kernelscale.pipeline.plots import algorithm_color, objective_signature
+    from kernelscale.pipeline.plots import ALGORITHM_STYLES, algorithm_style, objective_signature
+    from test_cli_train import STANDINS
 
-    names = list(registry.ALGORITHMS)
-    assert len({algorithm_color(n) for n in names}) == len(names)  # all distinct
-    assert algorithm_color("my_variant") == algorithm_color("my_variant")
+    assert not _distinct("#1f77b4", "#aec7e8")  # what dsg / udsg had (tab20 in registry order)
+    names = [n for n in registry.ALGORITHMS if n not in STANDINS]
+    assert set(names) <= set(ALGORITHM_STYLES)
+    assert len({algorithm_style(n)[0] for n in names}) == len(names)
+    assert all(algorithm_style(n)[1] in matplotlib.lines.Line2D.filled_markers for n in names)
+    families: dict[str, list[str]] = {}
+    for n in names:
+        families.setdefault(next(iter(registry.ALGORITHMS[n].values())).split(":")[0],
+                            []).append(n)
+    assert len(families["kernelscale.estimators.baselines"]) == 7
+    for members in families.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                (ca, ma), (cb, mb) = algorithm_style(a), algorithm_style(b)
+                assert _distinct(ca, cb) and ma != mb, (a, b)
+    # a config entry under its own name: its estimator's colour, a marker of its own
+    colour, marker = algorithm_style("paper_dsg_medium", "dsg")
+    assert colour == algorithm_style("dsg")[0] and marker != algorithm_style("dsg")[1]
+    assert algorithm_style("my_variant") == algorithm_style("my_variant")
 
-    def run(estimator, **params):
-        return {"final": {"estimator": estimator, "task": "binary"},
+    def run(estimator, chosen=None, **params):
+        return {"final": {"estimator": estimator, "task": "binary", "chosen": chosen or {}},
                 "params": {"params": {"loss": None, "reg": 1e-4, "kernel": "gaussian",
-                                      **params}}}
+                                      **params}},
+                "metrics": pd.DataFrame({"time_s": [1.0]}), "history": None}
 
     assert objective_signature(run("dsg")) == objective_signature(run("udsg"))
     assert objective_signature(run("dsg")) != objective_signature(run("dsg", reg=1e-3))
     assert objective_signature(run("dsg")) != objective_signature(run("dsg", loss="hinge"))
     assert objective_signature(run("dsg")) != objective_signature(run("rff_sgd"))
+    # "auto" is not one function: what it chose decides
+    auto = run("dsg", {"reg": 1e-5}, reg="auto")
+    assert objective_signature(auto) != objective_signature(run("dsg", {"reg": 2e-5}, reg="auto"))
+    assert objective_signature(auto) == objective_signature(run("udsg", {"reg": 1e-5}, reg="auto"))
+
+
+def test_chosen_settings_are_recorded(tmp_path):
+    """What "auto" chose is in final.json under `chosen` and in MLflow as `chosen.*` params
+    (params.json and `params.*` keep "auto"), read from the fitted estimator."""
+    import pickle
+
+    from mlflow.tracking import MlflowClient
+
+    from test_cli_train import make_prepared
+
+    data = make_prepared(tmp_path / "data", "toyr", "regression", n_train=400, n_test=100, d=3,
+                         chunk_rows=100)
+    spec = {"estimator": "rff_sgd", "params": {"n_iter": 4, "n_components": 50},
+            "device": "cpu", "segments": 2}
+    out = tmp_path / "runs" / "toyr" / "rff" / "seed0"
+    final = train(data, out, "rff", spec, seed=0)
+    est = pickle.loads((out / "model.pkl").read_bytes())
+    chosen = json.loads((out / "final.json").read_text())["chosen"]
+    assert chosen == final["chosen"]
+    assert chosen["reg"] == est.reg_ and chosen["bandwidth"] == est.bandwidth_
+    assert chosen["eta0"] == est.eta0_ and chosen["n_components"] == 50
+    assert chosen["iterations"] == 8 and chosen["device"] == "cpu"
+    assert json.loads((out / "params.json").read_text())["params"]["reg"] == "auto"
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    [rec] = tracking.import_runs(uri, "t", [out])
+    params = MlflowClient(uri).get_run(rec["run_id"]).data.params
+    assert params["params.reg"] == "auto" and params["chosen.reg"] == str(est.reg_)
+    assert params["chosen.bandwidth"] == str(est.bandwidth_)
+    assert {f"chosen.{k}" for k in chosen} <= set(params)
+
+
+def test_chosen_settings_read_solvers_and_skip_what_is_not_a_setting():
+    """DSG's step size is held by its solver (``solver_.eta0``); arrays, objects and a property
+    that raises are not recorded; numpy scalars become plain numbers."""
+    import numpy as np
+
+    from kernelscale.pipeline import registry
+    from kernelscale.pipeline.chosen import chosen_settings
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    est = registry.make_estimator("dsg", "regression", n_iter=3, batch_size=32, block_size=16,
+                                  random_state=0).fit(X, X[:, 0])
+    chosen = chosen_settings(est)
+    assert chosen["eta0"] == est.solver_.eta0 and est.eta0 == "auto"
+    assert chosen["reg"] == est.reg_ and chosen["bandwidth"] == est.bandwidth_
+
+    class Fitted:
+        bandwidth_ = np.float32(0.5)
+        reg_ = np.array(1e-3)  # 0-d: a number
+        n_components_ = np.array([1, 2])  # not a setting
+        solver_ = type("S", (), {"eta0": np.int64(3)})()
+
+        @property
+        def rank_(self):
+            raise AttributeError("not fitted")
+
+    got = chosen_settings(Fitted())
+    assert got == {"bandwidth": 0.5, "reg": 1e-3, "eta0": 3}
+    assert all(type(v) in (float, int) for v in got.values())
+
+
+def _fake_run(algorithm, estimator, values, times, *, history=None, chosen=None, params=None,
+              task="binary", metric="test_error"):
+    import pandas as pd
+
+    final = {"algorithm": algorithm, "estimator": estimator, "task": task, "metric": metric,
+             "seed": 0, "value": values[-1], "train_time_s": times[-1], "predict_time_s": 0.1,
+             "baseline_value": 0.9, "baseline": "majority class (0)", "chosen": chosen or {}}
+    metrics = pd.DataFrame({"step": range(1, len(values) + 1), "time_s": times,
+                            metric: values})
+    if history is not None:
+        metrics["iter"] = [len(history["iter"]) * (i + 1) // len(values)
+                           for i in range(len(values))]
+        history = pd.DataFrame(history)
+    return {"final": final, "params": {"params": params or {}}, "metrics": metrics,
+            "history": history}
+
+
+def test_objective_figure_values_residuals_and_towering_first_steps():
+    """Panel titles give the values "auto" chose; RB-CG's residual is drawn (it records no
+    objective), runs without a curve are named; Pegasos's first steps, orders of magnitude
+    above the rest, do not flatten its curve: the axis leaves them out and says so."""
+    import numpy as np
+
+    from kernelscale.pipeline.plots import objective_figure
+
+    it = np.arange(1, 201)
+    peg_obj = np.concatenate([[3e4, 5e3, 800.0], 1.0 + 0.3 / np.sqrt(it[3:])])
+    pegasos = _fake_run("pegasos", "pegasos", [0.3, 0.2], [1.0, 2.0],
+                        history={"iter": it, "time": it / 100, "objective": peg_obj},
+                        chosen={"reg": 3.125e-05, "bandwidth": 4.377},
+                        params={"reg": "auto", "bandwidth": "auto"})
+    cg_it = np.arange(1, 41)
+    rb_cg = _fake_run("rb_cg", "rb_cg", [0.2], [5.0],
+                      history={"iter": cg_it, "time": cg_it / 100, "residual": 0.7 ** cg_it},
+                      chosen={"reg": 1e-4}, params={"reg": "auto", "loss": "square"})
+    nystrom = _fake_run("nystrom", "nystrom", [0.25], [0.5], params={"reg": "auto"})
+    fig = objective_figure([pegasos, rb_cg, nystrom], "toy")
+    axes = [ax for ax in fig.axes if ax.lines]
+    titles = {ax.get_title().split("\n")[0]: ax for ax in axes}
+    assert set(titles) == {"pegasos", "rb_cg"}
+    assert "reg=3.13e-05" in titles["pegasos"].get_title()
+    assert "σ=4.38" in titles["pegasos"].get_title()
+    assert "auto" not in " ".join(ax.get_title() for ax in axes)
+    assert "relative residual" in titles["rb_cg"].get_ylabel()
+    assert titles["rb_cg"].get_ylim()[0] <= 0.7 ** 40  # the whole residual curve is shown
+    lo, hi = titles["pegasos"].get_ylim()
+    assert hi < 10 and lo <= 1.0
+    assert "axis fits the steps after the first 10%" in titles["pegasos"].get_ylabel()
+    assert "running mean" in titles["pegasos"].get_ylabel()  # 200 per-batch values
+    assert "axis fits" not in titles["rb_cg"].get_ylabel()
+    assert "running mean" not in titles["rb_cg"].get_ylabel()
+    assert any(t.get_text() == "no objective recorded: nystrom" for t in fig.texts)
+
+
+def test_metric_axis_labels_the_best_results():
+    """The error axis has a label at or below its lowest point (a 0.14 .. 0.9 log axis used to
+    start labelling at 0.2, under which the best methods lay), and markers tell methods
+    apart."""
+    import matplotlib.pyplot as plt
+
+    from kernelscale.pipeline.plots import algorithm_style, metric_figure
+
+    runs = [_fake_run("dsg", "dsg", [0.5, 0.3, 0.2], [1.0, 2.0, 4.0]),
+            _fake_run("udsg", "udsg", [0.45, 0.28, 0.17], [1.2, 2.5, 5.0]),
+            _fake_run("exact_krr", "exact_krr", [0.14], [3.0]),
+            _fake_run("nystrom", "nystrom", [0.15], [0.8])]
+    fig = metric_figure(runs, "toy")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    labelled = [float(t.get_text()) for t in ax.get_yticklabels()
+                if t.get_text() and lo <= t.get_position()[1] <= hi]
+    assert ax.get_yscale() == "log" and min(labelled) <= 0.14 and max(labelled) >= 0.9
+    assert len([v for v in labelled if v < 0.2]) >= 2, labelled  # 0.1 and 0.15
+    markers = {ln.get_label(): ln.get_marker() for ln in ax.lines}
+    assert markers["dsg"] == algorithm_style("dsg")[1] != markers["udsg"]
+    plt.close(fig)

@@ -346,3 +346,54 @@ def test_plain_rerun_resumes_after_kill_9(tmp_path):
     assert list(pd.read_csv(run / "metrics.csv")["step"]) == list(range(1, 13))
     got = pd.read_csv(workdir / "results" / "tables" / "summary.csv")[SAME]
     pd.testing.assert_frame_equal(got, expected)
+
+
+@pytest.mark.slow
+def test_todo_checksum_dataset_runs_and_prints_its_hash(tmp_path):
+    """A url dataset whose sha256 is TODO-verify-on-first-download (served from 127.0.0.1)
+    trains next to a generated one: its first download is pinned, and the run ends with the
+    line giving its sha256 to paste."""
+    import hashlib
+    import threading
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    import numpy as np
+
+    www = tmp_path / "www"
+    www.mkdir()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    lines = [f"{int(x[0] + x[1] > 0)} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x))
+             for x in X]
+    (www / "toy.svm").write_text("\n".join(lines) + "\n")
+    digest = hashlib.sha256((www / "toy.svm").read_bytes()).hexdigest()
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(www)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        config = {**TINY, "datasets": {
+            "tiny_reg": TINY["datasets"]["tiny_reg"],
+            "toy": {"task": "binary", "url": f"http://127.0.0.1:{httpd.server_address[1]}/toy.svm",
+                    "sha256": "TODO-verify-on-first-download", "format": "libsvm",
+                    "n_features": 4, "split": {"test_size": 0.25, "seed": 0}}},
+            "experiments": [{"datasets": ["toy", "tiny_reg"], "algorithms": ["standin"]}]}
+        (tmp_path / "wf").mkdir()
+        workdir, env = make_workdir(tmp_path / "wf", config)
+        env.pop("KERNELSCALE_CACHE", None)
+        env.pop("KERNELSCALE_REQUIRE_SHA256", None)
+        r = smk(workdir, env, "--cores", "2")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    res = workdir / "results"
+    for d in ("toy", "tiny_reg"):
+        assert (res / "runs" / d / "standin" / "seed0" / "final.json").is_file()
+    pin = res / "downloads" / "toy" / "toy.svm.sha256"
+    assert pin.read_text() == f"{digest}  toy.svm\n"
+    [line] = [ln for ln in r.stderr.splitlines() if "is not filled in" in ln]
+    assert "datasets.toy.sha256" in line and digest in line and "paste it there" in line

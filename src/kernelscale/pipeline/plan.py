@@ -113,17 +113,12 @@ def semantic_errors(config: dict) -> list[str]:
     except ImportError:  # the data stage is not installed: schema checks only
         validate_dataset_spec = None
     if validate_dataset_spec is not None:
-        from .data.spec import TODO_SHA256
-
-        used = {d for exp in config.get("experiments") or [] for d in exp.get("datasets", [])}
+        # A checksum still TODO-verify-on-first-download is no error: that dataset's download
+        # trusts and pins its first copy (data.download), the other datasets never wait on it.
         for name, spec in datasets.items():
             try:
                 validate_dataset_spec(name, spec)
             except Exception as e:  # DataError: already one line naming the key
-                # A catalogue (config/papers.yaml) lists datasets whose checksums are still to
-                # be filled in: that only matters once an experiment downloads them.
-                if name not in used and TODO_SHA256 in str(e):
-                    continue
                 errors.append(f"{config_file_of(('datasets', name))}: "
                               f"{str(e).splitlines()[0]}")
     for name, spec in algorithms.items():
@@ -186,6 +181,71 @@ def runs(config: dict) -> list[tuple[str, str, int]]:
 
 def run_datasets(config: dict) -> list[str]:
     return sorted({d for d, _, _ in runs(config)})
+
+
+def missing_local_files(config: dict) -> dict[str, list[str]]:
+    """Datasets of the config's runs whose local (``path:``) files are not there, e.g. the
+    papers' licensed data (TIMIT, ImageNet features): name -> the missing paths."""
+    from pathlib import Path
+
+    from .data.spec import FILE_ROLES
+
+    out = {}
+    for name in run_datasets(config):
+        spec = (config.get("datasets") or {}).get(name) or {}
+        missing = [str(spec[f"{role}path"]) for role in FILE_ROLES if f"{role}path" in spec
+                   and not Path(spec[f"{role}path"]).expanduser().exists()]
+        if missing:
+            out[name] = missing
+    return out
+
+
+def skip_missing_datasets(config: dict) -> list[str]:
+    """Take the datasets of ``missing_local_files`` out of the experiments (in place), so that
+    one absent licensed file does not stop the runs on the other datasets (Snakemake refuses the
+    whole DAG when one input can be neither found nor made). Returns one line per dataset;
+    ConfigError when no run is left."""
+    missing = missing_local_files(config)
+    if not missing:
+        return []
+    lines = []
+    for name, paths in missing.items():
+        n = sum(1 for d, _, _ in runs(config) if d == name)
+        lines.append(f"kernelscale: {config_file_of(('datasets', name))}: datasets.{name}: "
+                     f"{', '.join(paths)} not found; its {n} run(s) are skipped (put the file "
+                     "there, or fix `path:`)")
+    for exp in config.get("experiments") or []:
+        exp["datasets"] = [d for d in exp.get("datasets", []) if d not in missing]
+    if not runs(config):
+        raise ConfigError("\n".join(lines + [f"{config_file_of(('experiments',))}: "
+                                              "experiments: no run left to do"]))
+    return lines
+
+
+def unverified_checksum_lines(config: dict, cache=None) -> list[str]:
+    """One line per downloaded file of the config's runs whose config sha256 is still
+    ``TODO-verify-on-first-download``: the sha256 its first download had, to check and paste
+    (the download job logged it; the console shows these at the end of a run)."""
+    from .data.download import read_pin, remote_files
+    from .data.spec import TODO_SHA256
+
+    lines = []
+    for name in run_datasets(config):
+        spec = (config.get("datasets") or {}).get(name) or {}
+        if "url" not in spec:
+            continue
+        for f in remote_files(name, spec, cache):
+            if f.sha256 != TODO_SHA256 or not f.path.exists():
+                continue
+            where = f"kernelscale: {config_file_of(('datasets', name))}: {f.key(name)} is not filled in"
+            pinned = read_pin(f.path)
+            if pinned is not None:
+                lines.append(f"{where}; the first download ({f.path}) had sha256 {pinned}: "
+                             "check it against a trusted source and paste it there")
+            else:  # put in the cache by hand: Snakemake saw the file and ran no download job
+                lines.append(f"{where}; {f.path} (put there by hand) is used as it is: paste "
+                             f"its sha256 (`sha256sum {f.path}`) once you trust it")
+    return lines
 
 
 def algorithm_spec(config: dict, name: str) -> dict:

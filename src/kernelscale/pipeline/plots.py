@@ -1,15 +1,22 @@
 """Per-dataset figures from run folders (matplotlib, Agg backend: no display needed).
 
-* ``metric_vs_time.png``: test error (RMSE for regression) against training wall time, one colour
-  per algorithm (every seed a line), the trivial baseline and the best exact-kernel result as
-  reference lines; beside it fit time and predict time (whole test set) per algorithm.
+* ``metric_vs_time.png``: test error (RMSE for regression) against training wall time, one
+  colour and marker per algorithm (every seed a line), the trivial baseline and the best
+  exact-kernel result as reference lines; beside it fit time and predict time (whole test set)
+  per algorithm.
 * ``objective_vs_time.png``: training objective against training time, one panel per group of
   runs whose objectives are the same function (same estimator class, loss, regulariser, kernel,
   bandwidth and feature count, see ``objective_signature``): different losses or regularisers on
-  one axis would compare numbers that mean different things.
+  one axis would compare numbers that mean different things. Titles give the values the runs
+  used (what ``"auto"`` chose, from ``final.json``'s ``chosen``). RB-CG, which records its CG
+  residual and no objective, gets a residual panel; runs with no curve at all are named under
+  the panels. Curves of >= 50 per-batch values are drawn as a running mean over the faint raw
+  values, and a head of first steps towering over the rest is left above the axis
+  (``_robust_ylim``); the axis label says so.
 
-Colours are fixed per algorithm name across all figures (``algorithm_color``); legends sit
-outside the axes; log axes are labelled at 1-2-5 steps.
+Colours and markers are fixed per algorithm across all figures (``ALGORITHM_STYLES``); legends
+sit outside the axes; log axes are labelled with plain numbers, with a label beyond the lowest
+and the highest point.
 """
 
 from __future__ import annotations
@@ -28,19 +35,53 @@ from matplotlib import ticker  # noqa: E402
 
 from .tables import best_exact_kernel, exact_kernel_label  # noqa: E402
 
-_PALETTE = plt.get_cmap("tab20").colors  # 20 colours: more than the registered algorithms
+# One colour and one marker per registered algorithm, the same in every figure. Members of a
+# family (the DSG variants, the EigenPro ones, the two RB solvers, RFF with SGD / SVRG, the
+# baselines) differ in hue AND marker: tab20's light/dark pairs, given in registry order, made
+# dsg/udsg, rb_cg/rb_cd, rff_sgd/rff_svrg, nystrom/exact_krr and libsvm/pegasos near twins.
+ALGORITHM_STYLES: dict[str, tuple[str, str]] = {  # mostly Trubetskoy's 20 distinct colours
+    "dsg": ("#4363d8", "o"),          # blue
+    "udsg": ("#f58231", "s"),         # orange
+    "cdsg": ("#3cb44b", "^"),         # green
+    "eigenpro": ("#e6194b", "D"),     # red
+    "eigenpro_rf": ("#911eb4", "v"),  # purple
+    "kernel_sgd": ("#9a6324", "P"),   # brown
+    "rb_cg": ("#f032e6", "X"),        # magenta
+    "rb_cd": ("#42d4f4", "*"),        # cyan
+    "rff_sgd": ("#6b8e23", "<"),      # olive drab
+    "rff_svrg": ("#000075", ">"),     # navy
+    "nystrom": ("#469990", "h"),      # teal
+    "exact_krr": ("#a9a9a9", "d"),    # grey
+    "libsvm": ("#000000", "p"),       # black
+    "pegasos": ("#800000", "8"),      # maroon
+    "norma": ("#e6ab02", "H"),        # gold
+}
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d", "p", "8", "H")
+_PALETTE = tuple(c for c, _ in ALGORITHM_STYLES.values())
 
 
-def algorithm_color(name: str):
-    """The colour of algorithm ``name`` in every figure: registered names take the registry's
-    order (distinct colours for all of them), other names a stable hash of the name."""
-    from . import registry
+def _stable_index(name: str, n: int) -> int:
+    return int(hashlib.sha1(name.encode()).hexdigest(), 16) % n
 
-    names = list(registry.ALGORITHMS)
-    if name in names and names.index(name) < len(_PALETTE):
-        return _PALETTE[names.index(name)]
-    h = int(hashlib.sha1(name.encode()).hexdigest(), 16)
-    return _PALETTE[h % len(_PALETTE)]
+
+def algorithm_style(name: str, estimator: str | None = None) -> tuple[str, str]:
+    """(colour, marker) of algorithm ``name`` in every figure. A registered name has its own
+    (``ALGORITHM_STYLES``); a config entry of a registered ``estimator`` under another name
+    (``paper_dsg_medium``) takes that estimator's colour and a marker of its own name; any
+    other name a colour and marker from a stable hash of the name."""
+    if name in ALGORITHM_STYLES:
+        return ALGORITHM_STYLES[name]
+    if estimator in ALGORITHM_STYLES:
+        colour, own = ALGORITHM_STYLES[estimator]
+        others = [m for m in _MARKERS if m != own]  # never mistaken for the estimator itself
+        return colour, others[_stable_index(name, len(others))]
+    return (_PALETTE[_stable_index(name, len(_PALETTE))],
+            _MARKERS[_stable_index(name[::-1], len(_MARKERS))])
+
+
+def _style(run: dict) -> tuple[str, str]:
+    f = run["final"]
+    return algorithm_style(f["algorithm"], f.get("estimator"))
 
 
 def _ticks_in(lo: float, hi: float, subs) -> int:
@@ -49,11 +90,27 @@ def _ticks_in(lo: float, hi: float, subs) -> int:
                for k in subs)
 
 
-def _readable_log_axis(ax, axis: str = "x") -> None:
-    """Log scale labelled with plain numbers (0.05, 2, 100) at 1-2-5 steps, or at every digit
-    when that leaves fewer than three labels, instead of one 10^k label per decade that leaves a
-    short range with a single tick. A range too narrow for a log scale (< 1.5x: e.g. an objective
-    that does not move) stays linear, with an offset label."""
+def _tick_below(v: float, subs) -> float:
+    """The largest k * 10^e (k in ``subs``) at or below ``v`` > 0."""
+    e = int(np.floor(np.log10(v)))
+    cands = [k * 10.0 ** x for x in (e - 1, e) for k in subs]
+    return max(c for c in cands if c <= v * (1 + 1e-9))
+
+
+def _tick_above(v: float, subs) -> float:
+    e = int(np.floor(np.log10(v)))
+    cands = [k * 10.0 ** x for x in (e, e + 1) for k in subs]
+    return min(c for c in cands if c >= v * (1 - 1e-9))
+
+
+def _readable_log_axis(ax, axis: str = "x", dense: bool = False) -> None:
+    """Log scale labelled with plain numbers (0.05, 2, 100) at 1-2-5 steps, else 1-2-3-5, else
+    every digit (whichever first gives three labels; decades only beyond three decades), with
+    the limits widened to the next labelled value on each side, so that the lowest and highest
+    points always have a label beyond them (a 0.14 .. 0.9 axis labelled from 0.2 up left the
+    best methods unlabelled). ``dense``: within 1.3 decades, labels at 1, 1.5, 2, 3, 4, 5, 7
+    (for an axis whose values are read off, such as the test error). A range too narrow for a
+    log scale (< 1.5x: e.g. an objective that does not move) stays linear, with plain labels."""
     getattr(ax, f"set_{axis}scale")("log")
     a = getattr(ax, f"{axis}axis")
     lo, hi = getattr(ax, f"get_{axis}lim")()
@@ -63,13 +120,15 @@ def _readable_log_axis(ax, axis: str = "x") -> None:
             digits = min(15, int(np.ceil(-np.log10((hi - lo) / hi))) + 2)
             a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.{digits}g}"))
         return
-    decades = np.log10(hi) - np.log10(lo)
-    if decades > 3:  # 1-2-5 labels would collide
+    if np.log10(hi) - np.log10(lo) > 3:  # finer labels would collide
         subs = (1.0,)
-    elif _ticks_in(lo, hi, (1.0, 2.0, 5.0)) >= 3:
-        subs = (1.0, 2.0, 5.0)
     else:
-        subs = tuple(float(k) for k in range(1, 10))
+        subs = next((c for c in ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0))
+                     if _ticks_in(lo, hi, c) >= 3), tuple(float(k) for k in range(1, 10)))
+    lo, hi = _tick_below(lo, subs), _tick_above(hi, subs)
+    getattr(ax, f"set_{axis}lim")(lo, hi)
+    if dense and np.log10(hi / lo) <= 1.3:
+        subs = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)
     a.set_major_locator(ticker.LogLocator(base=10, subs=subs, numticks=30))
     a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
     a.set_minor_locator(ticker.LogLocator(base=10, subs=np.arange(2, 10) * 1.0, numticks=30))
@@ -88,9 +147,17 @@ def _load(run_dir: Path) -> dict:
     return {"final": final, "params": params, "metrics": metrics, "history": hist}
 
 
+def _chosen(run: dict, key: str):
+    """The value a run used for setting ``key``: what its estimator chose (``final.json``'s
+    ``chosen``) where it recorded one, else the parameter as given."""
+    chosen = run["final"].get("chosen") or {}
+    return chosen[key] if key in chosen else run["params"].get("params", {}).get(key)
+
+
 def objective_signature(run: dict) -> tuple:
-    """What defines a run's training objective. Runs with equal signatures minimise the same
-    function, so their objective values share an axis; anything else is drawn apart."""
+    """What defines a run's training curve: the quantity (objective, or the relative residual
+    of a CG solver) and the function it is of. Runs with equal signatures minimise the same
+    function, so their values share an axis; anything else is drawn apart."""
     from . import registry
 
     final, p = run["final"], run["params"].get("params", {})
@@ -98,25 +165,109 @@ def objective_signature(run: dict) -> tuple:
         cls = registry.estimator_class(final["estimator"], final["task"]).__name__
     except Exception:  # an estimator that is no longer registered: its own group
         cls = f"{final['estimator']}"
+    curve = _objective_curve(run)
+    quantity = curve[2] if curve is not None else "objective"
+    # reg and n_components as chosen ("auto" is not one function); the bandwidth as given: the
+    # chosen one follows each seed's sample median by a fraction of a percent, and grouping by
+    # it would give every seed a panel of its own
     keys = ("loss", "reg", "kernel", "bandwidth", "n_components")
-    return (cls, final.get("task"), *((k, str(p.get(k))) for k in keys if k in p))
+    return (cls, final.get("task"), quantity,
+            *((k, str(p.get(k) if k in ("loss", "kernel", "bandwidth") else _chosen(run, k)))
+              for k in keys if k in p))
+
+
+# history.csv columns drawn in the objective figure, in order of preference: the objective,
+# else the relative residual ||r|| / ||b|| that RB-CG records (CG minimises the ridge objective
+# but reports only its residual)
+CURVES = (("objective", "objective"), ("residual", "relative residual"))
 
 
 def _objective_curve(run: dict):
-    """(training seconds, objective): per iteration from history.csv, with the training time of
-    an iteration interpolated between the segment ends of metrics.csv; per segment otherwise."""
+    """(training seconds, values, quantity): per iteration from history.csv (``objective``, or
+    a CG solver's ``residual``), with the training time of an iteration interpolated between the
+    segment ends of metrics.csv; per segment from metrics.csv's ``objective`` otherwise."""
     m, h = run["metrics"], run["history"]
-    if h is not None and "objective" in h.columns and h["objective"].notna().any() \
-            and "iter" in h.columns and "iter" in m.columns and m["iter"].notna().all():
-        it_end = np.concatenate([[0.0], m["iter"].to_numpy(float)])
-        t_end = np.concatenate([[0.0], m["time_s"].to_numpy(float)])
-        t = np.interp(h["iter"].to_numpy(float), it_end, t_end)
-        ok = (t > 0) & h["objective"].notna().to_numpy()
-        return t[ok], h["objective"].to_numpy(float)[ok]
+    for col, quantity in CURVES:
+        if h is not None and col in h.columns and h[col].notna().any() \
+                and "iter" in h.columns and "iter" in m.columns and m["iter"].notna().all():
+            it_end = np.concatenate([[0.0], m["iter"].to_numpy(float)])
+            t_end = np.concatenate([[0.0], m["time_s"].to_numpy(float)])
+            if len(m) == 1 and "time" in h.columns and h["time"].notna().all():
+                # one fit: the solver's own clock, shifted so that the set-up before its first
+                # iteration (features, bandwidth selection) counts and it ends at the fit time
+                t = h["time"].to_numpy(float)
+                t = t + max(0.0, float(m["time_s"].iloc[-1]) - t[-1])
+            else:
+                t = np.interp(h["iter"].to_numpy(float), it_end, t_end)
+            ok = (t > 0) & h[col].notna().to_numpy()
+            return t[ok], h[col].to_numpy(float)[ok], quantity
     if "objective" in m.columns and m["objective"].notna().any():
         ok = m["objective"].notna() & (m["time_s"] > 0)
-        return m["time_s"][ok].to_numpy(float), m["objective"][ok].to_numpy(float)
+        return m["time_s"][ok].to_numpy(float), m["objective"][ok].to_numpy(float), "objective"
     return None
+
+
+SMOOTH_MIN_POINTS, SMOOTH_FRACTION = 50, 0.05
+
+
+def _running_mean(y, fraction: float = SMOOTH_FRACTION):
+    """Centred running mean over ``fraction`` of the points (at least 5; the window shrinks at
+    the ends): a per-batch loss (Pegasos's hinge on 32 rows is 0 on one batch and 3 on the
+    next) shows its trend only on average, and a centred window does not lag behind it."""
+    y = np.asarray(y, float)
+    half = max(2, int(round(fraction * len(y))) // 2)
+    c = np.concatenate([[0.0], np.cumsum(y)])
+    i = np.arange(len(y))
+    lo, hi = np.maximum(0, i - half), np.minimum(len(y), i + half + 1)
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+HEAD_FRACTION = 0.1  # the first steps left out of the objective axis's range when they tower
+
+
+def _robust_ylim(curves, log: bool) -> tuple[float, float] | None:
+    """y-range of the curves without the first ``HEAD_FRACTION`` of each one's points (1st to
+    99th percentile of the rest; a curve of < 10 points counts whole), or None when the full
+    range is not much wider: a stochastic method's first steps (Pegasos's 1/(reg t) step at
+    t = 1) can sit orders of magnitude above the rest of its curve and flatten it. ``log``:
+    whether the axis will be logarithmic (ranges are compared in decades then)."""
+    curves = [y[np.isfinite(y)] for y in map(np.asarray, curves)]
+    curves = [y for y in curves if len(y)]
+    if not curves:
+        return None
+    rest = np.concatenate([y[int(np.ceil(HEAD_FRACTION * len(y))):] if len(y) >= 10 else y
+                           for y in curves])
+    lo, hi = np.percentile(rest, 1), np.percentile(rest, 99)
+    full_lo = min(y.min() for y in curves)
+    full_hi = max(y.max() for y in curves)
+    if not hi > lo:
+        return None
+    # only a head that towers over the rest: a fast first descent (DSG, EigenPro) is shown
+    if log and lo > 0 and full_lo > 0:  # compare decades
+        span, full = np.log10(hi / lo), np.log10(full_hi / full_lo)
+        return (lo / 1.15, hi * 1.15) if full > 3 * span + 1 else None
+    if full_hi - full_lo <= 4 * (hi - lo):
+        return None
+    pad = 0.05 * (hi - lo)
+    return lo - pad, hi + pad
+
+
+def _setting_text(members: list[dict], key: str, label: str) -> str | None:
+    """``label=value`` with the value(s) the runs used (chosen by "auto" where it was), e.g.
+    ``reg=3.12e-05``; a range when the members differ."""
+    from .chosen import format_value
+
+    values = [_chosen(r, key) for r in members]
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    shown = list(dict.fromkeys(format_value(v) for v in values))
+    if len(shown) == 1:
+        return f"{label}={shown[0]}"
+    nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(nums) == len(values):
+        return f"{label}={format_value(min(nums))}..{format_value(max(nums))}"
+    return f"{label}={'/'.join(shown)}"
 
 
 def _legend_outside(fig, ax_or_axes, extra=()) -> None:
@@ -135,16 +286,25 @@ def _legend_outside(fig, ax_or_axes, extra=()) -> None:
 
 
 def plot_metric_vs_time(runs: list[dict], dataset: str, png) -> None:
+    """``metric_vs_time.png`` (see the module docstring)."""
+    fig = metric_figure(runs, dataset)
+    fig.savefig(png, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def metric_figure(runs: list[dict], dataset: str):
+    """The figure of ``plot_metric_vs_time``."""
     metric = runs[0]["final"]["metric"] if runs else "test_metric"
     label = metric.replace("test_", "test ").replace("rmse", "RMSE")
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4), width_ratios=[1.6, 1])
     algos = list(dict.fromkeys(r["final"]["algorithm"] for r in runs))
+    styles = {r["final"]["algorithm"]: _style(r) for r in runs}
     for r in runs:
         f, m = r["final"], r["metrics"]
         if metric not in m.columns:
             continue
-        c = algorithm_color(f["algorithm"])
-        ax.plot(m["time_s"], m[metric], color=c, marker="o", ms=3, lw=1.4,
+        c, marker = _style(r)
+        ax.plot(m["time_s"], m[metric], color=c, marker=marker, ms=5, lw=1.4,
                 label=f["algorithm"])
     base = next((r["final"] for r in runs if r["final"].get("baseline_value") is not None), None)
     if base is not None:
@@ -164,7 +324,7 @@ def plot_metric_vs_time(runs: list[dict], dataset: str, png) -> None:
         ys = ys[np.isfinite(ys)]
         # a baseline far above the curves would squash them on a linear axis
         if len(ys) and ys.min() > 0 and ys.max() / ys.min() > 4:
-            _readable_log_axis(ax, "y")
+            _readable_log_axis(ax, "y", dense=True)
 
     # fit and predict time per algorithm (mean over seeds): a fast fit can hide a slow predict
     rows = []
@@ -174,8 +334,9 @@ def plot_metric_vs_time(runs: list[dict], dataset: str, png) -> None:
                      np.nanmean([f.get("predict_time_s") or np.nan for f in fs])))
     y = np.arange(len(rows))
     for i, (a, fit_s, pred_s) in enumerate(rows):
-        c = algorithm_color(a)
+        c, marker = styles[a]
         bx.barh(i - 0.2, fit_s, height=0.38, color=c)
+        bx.plot([fit_s], [i - 0.2], marker=marker, color=c, ms=6, mec="black", mew=0.5)
         if np.isfinite(pred_s):
             bx.barh(i + 0.2, pred_s, height=0.38, color=c, alpha=0.45, hatch="///",
                     edgecolor="black", linewidth=0)
@@ -188,34 +349,57 @@ def plot_metric_vs_time(runs: list[dict], dataset: str, png) -> None:
         _readable_log_axis(bx, "x")
     fig.tight_layout()
     _legend_outside(fig, ax)
+    return fig
+
+
+def plot_objective_vs_time(runs: list[dict], dataset: str, png) -> None:
+    """``objective_vs_time.png`` (see the module docstring)."""
+    fig = objective_figure(runs, dataset)
     fig.savefig(png, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
-def plot_objective_vs_time(runs: list[dict], dataset: str, png) -> None:
+def objective_figure(runs: list[dict], dataset: str):
+    """The figure of ``plot_objective_vs_time``: one panel per ``objective_signature``."""
     groups: dict[tuple, list[dict]] = {}
+    silent = []  # runs that recorded no training curve (closed-form or one-shot solvers)
     for r in runs:
         if _objective_curve(r) is not None:
             groups.setdefault(objective_signature(r), []).append(r)
+        else:
+            silent.append(r["final"]["algorithm"])
     n = max(len(groups), 1)
     cols = min(n, 3)
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
     axes = axes.ravel()
     for ax, (sig, members) in zip(axes, groups.items(), strict=False):
+        quantity = sig[2]
+        curves, smoothed, positive = [], False, True
         for r in members:
-            t, obj = _objective_curve(r)
-            ax.plot(t, obj, color=algorithm_color(r["final"]["algorithm"]), lw=1.3,
-                    label=r["final"]["algorithm"])
-        names = ", ".join(dict.fromkeys(r["final"]["algorithm"] for r in members))
-        setting = ", ".join(f"{k}={'default' if v == 'None' else v}" for k, v in sig[2:]
-                            if k in ("loss", "reg"))
-        ax.set_title(f"{names}\n{sig[0]}" + (f" ({setting})" if setting else ""), fontsize=8)
-        ax.set_xlabel("training time (s, log)", fontsize=8)
-        ax.set_ylabel("objective", fontsize=8)
+            t, obj, _ = _objective_curve(r)
+            colour, marker = _style(r)
+            positive &= bool((obj > 0).all())
+            if len(obj) >= SMOOTH_MIN_POINTS:  # per-batch estimates: the trend, and faintly all
+                ax.plot(t, obj, color=colour, lw=0.6, alpha=0.3)
+                obj, smoothed = _running_mean(obj), True
+            ax.plot(t, obj, color=colour, lw=1.3, marker=marker, ms=4,
+                    markevery=max(1, len(t) // 8), label=r["final"]["algorithm"])
+            curves.append(obj)
+        ax.set_title(panel_title(sig, members), fontsize=8)
+        ylabel = quantity + (" ||r||/||b|| (CG)" if quantity == "relative residual" else "")
+        notes = [f"running mean of {SMOOTH_FRACTION:.0%} of steps"] if smoothed else []
+        ylim = _robust_ylim(curves, log=positive)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+            notes.append(f"axis fits the steps after the first {HEAD_FRACTION:.0%}")
+        ax.set_ylabel(ylabel + "".join(f"\n({n})" for n in notes), fontsize=8)
         ax.grid(alpha=0.3)
         _readable_log_axis(ax, "x")
-        if all((ln.get_ydata() > 0).all() for ln in ax.lines):
+        # a one-fit solver's iterations can fill too short a stretch for a log scale
+        ax.set_xlabel("training time (s" + (", log)" if ax.get_xscale() == "log" else ")"),
+                      fontsize=8)
+        if positive:  # the faint per-step lines too: a log axis would pin zeros to its floor
             _readable_log_axis(ax, "y")
         ax.tick_params(labelsize=7)
     for ax in axes[len(groups):]:
@@ -226,9 +410,22 @@ def plot_objective_vs_time(runs: list[dict], dataset: str, png) -> None:
     fig.suptitle(f"{dataset}: training objective vs time (one panel per objective: same "
                  "estimator, loss and regulariser)", fontsize=9)
     fig.tight_layout()
+    if silent and groups:  # said, not left for the reader to notice a missing panel
+        fig.text(0.01, -0.01, "no objective recorded: " + ", ".join(dict.fromkeys(silent)),
+                 fontsize=8, ha="left", va="top")
     _legend_outside(fig, axes)
-    fig.savefig(png, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    return fig
+
+
+def panel_title(sig: tuple, members: list[dict]) -> str:
+    """``names / class (loss=..., reg=<chosen>, σ=<chosen>)``: the values the runs used, not
+    ``auto``."""
+    names = ", ".join(dict.fromkeys(r["final"]["algorithm"] for r in members))
+    loss = dict(sig[3:]).get("loss")
+    setting = ", ".join(x for x in (
+        None if loss is None else f"loss={'default' if loss == 'None' else loss}",
+        _setting_text(members, "reg", "reg"), _setting_text(members, "bandwidth", "σ")) if x)
+    return f"{names}\n{sig[0]}" + (f" ({setting})" if setting else "")
 
 
 def plot_dataset(run_dirs, dataset: str, metric_png, objective_png) -> None:

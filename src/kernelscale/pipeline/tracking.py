@@ -8,7 +8,9 @@ job imports every finished run folder (``import_runs``). Each MLflow run gets:
   column is the job's wall time, resumes included);
 * params: what was run (``params.json``: estimator parameters as ``params.*``) and the run's
   constants (``n_train``, ``n_test``, ``d``, ``segments``, ``n_iter``, host, version, ...): they
-  are not metrics, so they do not fill the charts view;
+  are not metrics, so they do not fill the charts view; what the estimator chose for its "auto"
+  settings (``final.json``'s ``chosen``) as ``chosen.<name>`` (``chosen.reg``,
+  ``chosen.bandwidth``, ``chosen.eta0``, ...);
 * metrics: per segment (``step`` = segment, with its wall-clock timestamp) the test metrics,
   ``objective``, ``iter`` and ``time_s``; the solver's per-iteration history as ``history.*``
   (``step`` = iteration); ``final.*`` for the final numbers (test metric, fit / predict time, the
@@ -275,6 +277,8 @@ def _import_one(client, exp_id: str, run_dir: Path, key: str, digest: str,
     flat = {k: v for k, v in _flatten(params).items() if k not in ("params",)}
     for k, v in _constants(final).items():
         flat.setdefault(k, v)  # params.json's value wins: MLflow params cannot change
+    if isinstance(final.get("chosen"), dict):  # the values behind params.* = "auto"
+        flat.update(_flatten(final["chosen"], "chosen."))
     plist = [Param(k, v) for k, v in flat.items()]
     metrics = [Metric(k, v, ts, step) for k, v, ts, step in steps]
     metrics += [Metric(k, v, ts, step)

@@ -10,8 +10,9 @@ device, segments) on a prepared dataset and writes ``out_dir``:
 * ``model.pkl``     the fitted estimator (pickle)
 * ``final.json``    final test metric, train time, predict time (the final evaluation of the whole
                     test set), the method's peak memory, model size, the trivial baseline (see
-                    ``trivial_baseline``), device, sizes; written LAST, so its presence means the
-                    run is complete
+                    ``trivial_baseline``), device, sizes, and under ``chosen`` what the estimator
+                    chose for its "auto" settings (``chosen.chosen_settings``: bandwidth, reg,
+                    step size, ...); written LAST, so its presence means the run is complete
 * ``checkpoint.pkl`` while running: estimator + rows after each finished segment; removed at the end
 
 Iterative estimators (class attribute ``iterative = True``) are fitted in ``segments`` warm-started
@@ -41,6 +42,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..distributed import client_from_setting, use_client
+from .chosen import chosen_settings
 from .evaluate import evaluate, primary_metric
 
 CHECKPOINT = "checkpoint.pkl"
@@ -380,7 +382,7 @@ def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after:
              "peak_mem_mb": state["peak_mem_mb"],
              "peak_rss_mb": max(state["peak_rss_mb"], peak_rss_mb()),
              "model_size_mb": len(model_bytes) / 2**20, **base, "at_baseline": flagged,
-             "device": device,
+             "device": device, "chosen": chosen_settings(est),
              "n_train": meta.get("n_train"), "n_test": meta.get("n_test"), "d": meta.get("d"),
              "resumed": state["resumed"], "host": platform.node(),
              "kernelscale_version": __version__, "data_dir": str(data_dir.resolve()),

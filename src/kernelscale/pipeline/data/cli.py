@@ -112,7 +112,7 @@ def run_download(args) -> int:
             raise DataError(f"datasets.{args.dataset}: no file named {args.file!r} among its "
                             "urls")
         paths = [fetch(f.url, f.sha256, f.path, label=f"{args.dataset}/{f.path.name}",
-                       retries=args.retries) for f in wanted]
+                       key=f.key(args.dataset), retries=args.retries) for f in wanted]
     else:
         paths = download_dataset(args.dataset, spec, args.cache_dir, retries=args.retries)
     for path in paths:

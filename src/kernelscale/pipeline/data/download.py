@@ -9,6 +9,12 @@
   place only when its sha256 matches. A mismatching or empty file is deleted and never used.
 * Transient failures (connection errors, timeouts, HTTP 5xx/408/429, truncated transfers) are
   retried with exponential backoff; a 404 is not.
+* A file whose sha256 is not known yet (``sha256: TODO-verify-on-first-download``) is trusted on
+  first download: its sha256 is logged with the key to paste it into and *pinned* beside it in
+  ``<name>.sha256`` (``sha256sum -c`` format); every later use, cached or downloaded again, must
+  match the pin. ``$KERNELSCALE_REQUIRE_SHA256=1`` refuses such files instead (one line with the
+  sha256 of what the server sent, the file deleted). The pipeline repeats the pinned sha256 at
+  the end of a run (``plan.unverified_checksum_lines``).
 
 We use urllib rather than pooch so that every failure becomes a one-line message naming the
 dataset and URL and the retry policy is under test; the behaviour (hash check, cache, mirror)
@@ -30,13 +36,15 @@ from pathlib import Path
 
 from .errors import DataError
 from .progress import progress
-from .spec import FILE_ROLES
+from .spec import FILE_ROLES, TODO_SHA256
 
 log = logging.getLogger("kernelscale.pipeline.data")
 
 DEFAULT_CACHE = "results/downloads"
 CACHE_ENV = "KERNELSCALE_CACHE"
 MIRROR_ENV = "KERNELSCALE_MIRROR"
+REQUIRE_ENV = "KERNELSCALE_REQUIRE_SHA256"
+PIN_SUFFIX = ".sha256"
 _BLOCK = 1 << 20
 _USER_AGENT = "kernelscale-data/1 (+https://github.com/kernelscale)"
 
@@ -49,6 +57,10 @@ class RemoteFile:
     url: str
     sha256: str
     path: Path
+
+    def key(self, name: str) -> str:
+        """The config key of this file's checksum, e.g. ``datasets.a9a.test_sha256``."""
+        return f"datasets.{name}.{self.role}sha256"
 
 
 def cache_dir(override: str | os.PathLike | None = None) -> Path:
@@ -80,7 +92,8 @@ def remote_files(name: str, spec: dict, cache: str | os.PathLike | None = None) 
         url = spec.get(f"{role}url")
         if url:
             path = root / file_name(url, spec.get(f"{role}filename"))
-            files.append(RemoteFile(role, url, spec[f"{role}sha256"].lower(), path))
+            sha = spec[f"{role}sha256"]
+            files.append(RemoteFile(role, url, sha if sha == TODO_SHA256 else sha.lower(), path))
     return files
 
 
@@ -97,17 +110,37 @@ class _Transient(Exception):
     """A failure worth retrying (network hiccup, server overload, truncated body)."""
 
 
+def pin_path(dest: str | os.PathLike) -> Path:
+    """Where the sha256 of a file downloaded without a known one is pinned."""
+    dest = Path(dest)
+    return dest.with_name(dest.name + PIN_SUFFIX)
+
+
+def read_pin(dest: str | os.PathLike) -> str | None:
+    """The sha256 pinned for ``dest`` at its first download, or None."""
+    try:
+        text = pin_path(dest).read_text().split()
+    except OSError:
+        return None
+    return text[0].lower() if text and len(text[0]) == 64 else None
+
+
 def fetch(url: str, sha256: str, dest: str | os.PathLike, *, retries: int = 3,
           backoff_s: float = 1.0, timeout_s: float = 60.0, mirror: str | None = None,
-          label: str | None = None) -> Path:
+          label: str | None = None, key: str | None = None) -> Path:
     """Download ``url`` to ``dest`` unless a file with the right sha256 is already there.
 
     Returns ``dest``. Raises :class:`DataError` (one line) if the download keeps failing, the
-    file is empty, or its sha256 differs; a bad file is deleted.
+    file is empty, or its sha256 differs; a bad file is deleted. ``sha256`` may be
+    ``TODO-verify-on-first-download`` (see the module docstring); ``key`` is the config key to
+    name in the messages (default: ``label``).
     """
     dest = Path(dest)
-    sha256 = sha256.lower()
     label = label or dest.name
+    if sha256 == TODO_SHA256:
+        return _fetch_unknown(url, dest, retries, backoff_s, timeout_s, mirror, label,
+                              key or label)
+    sha256 = sha256.lower()
     if dest.exists():
         if dest.stat().st_size > 0 and sha256_of(dest) == sha256:
             log.info("%s: cached at %s (sha256 ok)", label, dest)
@@ -129,6 +162,58 @@ def fetch(url: str, sha256: str, dest: str | os.PathLike, *, retries: int = 3,
     os.replace(part, dest)
     log.info("%s: downloaded %s (%d bytes, sha256 ok)", label, dest, size)
     return dest
+
+
+def _fetch_unknown(url: str, dest: Path, retries: int, backoff_s: float, timeout_s: float,
+                   mirror: str | None, label: str, key: str) -> Path:
+    """``fetch`` of a file whose sha256 the config does not know yet: trust on first use, then
+    hold every later use to the pinned sha256 (or refuse it when ``$KERNELSCALE_REQUIRE_SHA256``
+    is set)."""
+    strict = os.environ.get(REQUIRE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    pinned = None if strict else read_pin(dest)
+    if dest.exists() and not strict:
+        digest = sha256_of(dest) if dest.stat().st_size > 0 else None
+        if digest is not None and digest == (pinned or digest):
+            if pinned is None:  # put there by hand: it becomes the pin
+                _pin(dest, digest, url, key, dest.stat().st_size)
+            log.warning("%s: cached at %s; %s is not filled in, the file matches the sha256 "
+                        "pinned at its first download (%s): paste it there once checked",
+                        label, dest, key, digest)
+            return dest
+        log.warning("%s: cached file %s does not match its pinned sha256 or is empty; "
+                    "downloading again", label, dest)
+        dest.unlink()
+    source = apply_mirror(url, mirror)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    digest, size = _download_with_retries(source, part, label, retries, backoff_s, timeout_s)
+    if size == 0:
+        part.unlink(missing_ok=True)
+        raise DataError(f"{label}: {source} returned an empty file; not used")
+    if strict:
+        part.unlink(missing_ok=True)
+        raise DataError(f"{key}: not filled in ({TODO_SHA256}) and ${REQUIRE_ENV} is set: "
+                        f"{source} sent {size} bytes with sha256 {digest}; check it against a "
+                        "trusted source and paste it there (the file was deleted)")
+    if pinned is not None and digest != pinned:
+        part.unlink(missing_ok=True)
+        raise DataError(f"{label}: sha256 mismatch for {source}: got {digest}, but the first "
+                        f"download had {pinned} (pinned in {pin_path(dest)}); the file was "
+                        "deleted")
+    os.replace(part, dest)
+    if pinned is None:
+        _pin(dest, digest, source, key, size)
+    return dest
+
+
+def _pin(dest: Path, digest: str, source: str, key: str, size: int) -> None:
+    # sha256sum's format: `sha256sum -c` checks the cached file against it
+    tmp = pin_path(dest).with_name(pin_path(dest).name + ".tmp")
+    tmp.write_text(f"{digest}  {dest.name}\n")
+    os.replace(tmp, pin_path(dest))
+    log.warning("%s is not filled in (%s): trusted %s on first download (%d bytes), sha256 %s "
+                "-- check it against a trusted source and paste it as %s; pinned in %s, later "
+                "uses must match it", key, TODO_SHA256, source, size, digest, key, pin_path(dest))
 
 
 def _download_with_retries(source: str, part: Path, label: str, retries: int,
@@ -200,5 +285,6 @@ def _download_once(url: str, part: Path, label: str, timeout_s: float) -> tuple[
 def download_dataset(name: str, spec: dict, cache: str | os.PathLike | None = None,
                      **fetch_options) -> list[Path]:
     """Fetch every file of a url-sourced dataset into the cache; return their paths."""
-    return [fetch(f.url, f.sha256, f.path, label=f"{name}/{f.path.name}", **fetch_options)
+    return [fetch(f.url, f.sha256, f.path, label=f"{name}/{f.path.name}", key=f.key(name),
+                  **fetch_options)
             for f in remote_files(name, spec, cache)]
