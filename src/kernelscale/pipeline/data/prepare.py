@@ -144,7 +144,7 @@ def _block_rows(spec: dict, width: int | None) -> int:
 
 def _known_width(spec: dict) -> int | None:
     if "generator" in spec:
-        return spec["generator"]["n_features"]
+        return spec["generator"].get("n_features")  # deformed: known once its files are read
     return spec.get("n_features")
 
 
