@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from kernelscale.pipeline.data import DataError, open_prepared, prepare_dataset
 from kernelscale.pipeline.data import deformed as dm
@@ -259,6 +260,19 @@ def test_rule_inputs_are_the_four_files(tiny):
         "name": "deformed", "n_samples": 10, **tiny}}}}
     assert rule_helpers.prepare_inputs(config, "d8m") == [tiny[k] for k in dm.FILE_KEYS]
     assert rule_helpers.prepare_resources(config, "d8m")["mem_mb"] > 900
+
+
+def test_million_config_is_valid_over_config_yaml():
+    """config/million.yaml merged over config.yaml passes the schema and the name checks (files
+    are not read: it validates without the dev data) and names 10^6-row sets."""
+    from kernelscale.pipeline.cli import main
+
+    files = [str(ROOT / "config.yaml"), str(ROOT / "config" / "million.yaml")]
+    assert main(["check-config", *files, "--schema",
+                 str(ROOT / "workflow/schemas/config.schema.yaml")]) == 0
+    config = yaml.safe_load((ROOT / "config" / "million.yaml").read_text())
+    for name, spec in config["datasets"].items():
+        assert validate_dataset_spec(name, spec)["generator"]["n_samples"] == 1_000_000, name
 
 
 fashion = pytest.mark.skipif(not (FASHION / "train-images-idx3-ubyte.gz").is_file(),
