@@ -15,6 +15,11 @@ the same rows.
 * ``blobs`` -- isotropic Gaussian blobs (``cluster_std``) around ``centers`` random centres.
 * ``deformed`` -- elastic deformations and translations of IDX images, MNIST-8M's construction:
   :mod:`.deformed` (same block size, its own random stream).
+* ``bayes`` -- binary labels 1[f(x) + noise * e > 0] with f known, so the Bayes error is known:
+  :mod:`.bayes` (same block size, its own random stream).
+
+``deformed`` and ``bayes`` live in their own modules, which import this one; :mod:`.sources`
+picks their block streams (so this module imports neither: no import cycle).
 """
 
 from __future__ import annotations
@@ -32,12 +37,8 @@ _N_COSINES = 32
 
 
 def generate(params: dict, origin: str = "generator") -> Iterator[Block]:
-    """Yield the blocks of the dataset described by validated generator ``params``."""
-    if params["name"] == "deformed":
-        from .deformed import generate_deformed
-
-        yield from generate_deformed(params, origin)
-        return
+    """Yield the blocks of the dataset described by validated generator ``params`` (one of
+    classification, regression, blobs)."""
     model = _MODELS[params["name"]](params, block_generator(params["seed"], 0, _MODEL_STREAM))
     n = params["n_samples"]
     for index, start in enumerate(range(0, n, GENERATOR_BLOCK_ROWS)):

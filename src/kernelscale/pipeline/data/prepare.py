@@ -330,4 +330,5 @@ def build_meta(name: str, spec: dict, source: Source, scan: Scan, transform: Tra
         "sha256": hashes,
         "spec": spec,
         "kernelscale_version": __version__,
+        **source.meta,
     }

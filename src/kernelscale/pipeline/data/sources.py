@@ -32,6 +32,7 @@ class Source:
     test: Callable[[int, int | None], Iterator[Block]] | None
     description: dict = field(default_factory=dict)
     fixed_width: bool = True  # False: blocks may be narrower than d (libsvm without n_features)
+    meta: dict = field(default_factory=dict)  # more top-level meta.json keys (bayes_error)
 
 
 def open_source(name: str, spec: dict, cache_dir: str | Path | None = None) -> Source:
@@ -39,6 +40,8 @@ def open_source(name: str, spec: dict, cache_dir: str | Path | None = None) -> S
     kind = source_kind(spec)
     if is_deformed(spec):
         return _deformed_source(name, spec["generator"])
+    if kind == "generator" and spec["generator"]["name"] == "bayes":
+        return _bayes_source(name, spec["generator"])
     if kind == "generator":
         params = spec["generator"]
         return Source(kind, lambda block_rows, d: generate(params, origin=f"{name} (generator)"),
@@ -131,3 +134,13 @@ def _deformed_source(name: str, params: dict) -> Source:
              for role, key in zip(ROLE_NAMES.values(), FILE_KEYS, strict=True)]
     return Source("generator", train, test, {"kind": "generator", "params": params,
                                              "files": files})
+
+
+def _bayes_source(name: str, params: dict) -> Source:
+    """Generator ``bayes``: its blocks, and its Bayes error for meta.json (computed here, once:
+    a few seconds)."""
+    from .bayes import bayes_meta, generate_bayes
+
+    origin = f"{name} (generator bayes)"
+    return Source("generator", lambda block_rows, d: generate_bayes(params, origin), None,
+                  {"kind": "generator", "params": params}, meta=bayes_meta(params))

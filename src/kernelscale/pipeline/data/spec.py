@@ -6,7 +6,8 @@ An entry has exactly one *source*:
 * ``path`` (a local file, e.g. licensed data; plus ``test_path`` ...),
 * ``sklearn`` (a loader bundled with scikit-learn, no network),
 * ``generator`` (synthetic data generated chunk by chunk; ``name: deformed`` deforms the images
-  of local IDX files, MNIST-8M style, and takes its test set from them).
+  of local IDX files, MNIST-8M style, and takes its test set from them; ``name: bayes`` is a
+  binary problem whose Bayes error is known and recorded in meta.json).
 
 :func:`validate_dataset_spec` returns a normalized copy with defaults filled in and raises a
 one-line :class:`DataError` naming the key path for the first problem it finds.
@@ -48,6 +49,7 @@ GENERATOR_DEFAULTS = {
     "regression": {"seed": 0, "noise": 0.1},
     "blobs": {"seed": 0, "centers": 3, "cluster_std": 1.0},
     "deformed": {"seed": 0, "alpha": 34.0, "sigma": 4.0, "max_shift": 1, "max_rotation": 0.0},
+    "bayes": {"seed": 0, "noise": 0.3},
 }
 _GENERATOR_PARAMS = {
     "classification": {"n_features", "n_classes", "n_informative", "class_sep", "flip_y"},
@@ -55,6 +57,7 @@ _GENERATOR_PARAMS = {
     "blobs": {"n_features", "centers", "cluster_std"},
     "deformed": {"path", "labels_path", "test_path", "test_labels_path", "alpha", "sigma",
                  "max_shift", "max_rotation"},
+    "bayes": {"n_features", "noise"},
 }
 
 
@@ -236,6 +239,12 @@ def _normalize_generator(where: str, gen: dict, task: str) -> dict:
     if gen["n_samples"] < 2:
         raise DataError(f"{where}.generator.n_samples: {gen['n_samples']} is less than the "
                         f"minimum of 2")
+    if name == "bayes":
+        from .bayes import check_params
+
+        if task != "binary":
+            raise DataError(f"{where}.task: generator bayes makes a binary task, not {task}")
+        return check_params(gen, f"{where}.generator")
     if name == "regression":
         if task != "regression":
             raise DataError(f"{where}.task: generator regression makes a regression task, "
