@@ -20,8 +20,9 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode --no-deps -e .
 	touch $(STAMP)
 
+# CONFIG: config files instead of config.yaml, e.g. CONFIG="config.yaml config/million.yaml"
 run: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 
 # Snakemake report (tables, plots, provenance) of the last `make run`.
 .PHONY: report

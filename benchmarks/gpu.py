@@ -10,10 +10,12 @@ Sections (``--sections``):
   over the GEMM rate, and against the time floor max(flops / GEMM rate, bytes written /
   bandwidth): at small d a block is bound by writing its output, not by arithmetic.
 * ``scale``: 10^7 training rows (d = 20, float32, 100k-row chunks, uncompressed) written to zarr
-  on local disk, a binary target with a known noise level (so the Bayes error of the test set is
-  computed exactly), then DSG, CDSG, EigenPro-RF and RFF-SGD trained out of core on the GPU under
-  ``memory_budget``; wall time, peak GPU memory (the cupy pool's bytes, polled every 2 ms) and the
-  test error on 200k held-out rows.
+  on local disk: generator ``bayes`` (kernelscale.pipeline.data.bayes, the pipeline's too), a
+  binary target 1[f(x) + 0.3 e > 0] with f known, so the Bayes error is known: of the
+  distribution (``bayes_error_population``) and of the test rows given their x (``bayes_error``,
+  the mean of Phi(-|f(x)| / 0.3)); then DSG, CDSG, EigenPro-RF and RFF-SGD trained out of core on
+  the GPU under ``memory_budget``; wall time, peak GPU memory (the cupy pool's bytes, polled every
+  2 ms) and the test error on 200k held-out rows (rows n .. n + 199,999 of the same stream).
 
 Timings: CUDA work is synchronised before each clock read; medians of repeated runs after a
 warm-up. TF32 is off unless ``CUPY_TF32=1`` is set (cupy's default): the GEMM rate is plain FP32.
@@ -26,7 +28,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import platform
 import tempfile
@@ -161,38 +162,28 @@ def dsg_profile(log=print) -> None:
 D_SCALE, NOISE = 20, 0.3
 
 
-def _target(X, w1, w2):
-    """Noise-free score f(x); labels are 1[f(x) + NOISE * e > 0], e ~ N(0, 1)."""
-    return np.sin(2.0 * X @ w1) + 0.5 * np.cos(3.0 * X @ w2) + 0.4 * X[:, 0] * X[:, 1]
-
-
 def write_problem(path: Path, n: int, n_test: int, chunk: int = 100_000, seed: int = 0):
-    """10^7 rows to zarr in chunks (the generator never holds more than one chunk)."""
+    """Generator ``bayes``'s rows 0 .. n - 1 (train) and n .. n + n_test - 1 (test) to zarr,
+    chunk by chunk (one chunk and one 8192-row block in memory). Returns the Bayes error of the
+    test rows given their x."""
     import zarr
-    from scipy.stats import norm
 
-    rng = np.random.default_rng(seed)
-    w1 = rng.standard_normal(D_SCALE) / math.sqrt(D_SCALE)
-    w2 = rng.standard_normal(D_SCALE) / math.sqrt(D_SCALE)
+    from kernelscale.pipeline.data.bayes import bayes_chunks, bayes_params, conditional_error
+
+    params = bayes_params(n, D_SCALE, NOISE, seed)
     g = zarr.open_group(str(path), mode="w")
-    arrays = {}
-    for name, rows in (("X", n), ("X_test", n_test)):
-        arrays[name] = g.create_array(name, shape=(rows, D_SCALE), chunks=(chunk, D_SCALE),
-                                      dtype="f4", compressors=None)
-        arrays["y" + name[1:]] = g.create_array("y" + name[1:], shape=(rows,), chunks=(chunk,),
-                                                dtype="i1", compressors=None)
-    bayes = 0.0
-    for name, rows in (("X", n), ("X_test", n_test)):
-        for lo in range(0, rows, chunk):
-            hi = min(rows, lo + chunk)
-            B = rng.standard_normal((hi - lo, D_SCALE)).astype(np.float32)
-            f = _target(B.astype(np.float64), w1, w2)
-            y = (f + NOISE * rng.standard_normal(hi - lo) > 0).astype(np.int8)
-            arrays[name][lo:hi] = B
-            arrays["y" + name[1:]][lo:hi] = y
-            if name == "X_test":  # P(label != sign f) for each test row, exactly
-                bayes += float(norm.cdf(-np.abs(f) / NOISE).sum())
-    return bayes / n_test
+    bayes_test = 0.0
+    for name, lo, rows in (("X", 0, n), ("X_test", n, n_test)):
+        X_out = g.create_array(name, shape=(rows, D_SCALE), chunks=(chunk, D_SCALE), dtype="f4",
+                               compressors=None)
+        y_out = g.create_array("y" + name[1:], shape=(rows,), chunks=(chunk,), dtype="i1",
+                               compressors=None)
+        for first, X, y in bayes_chunks(params, chunk, lo, lo + rows):
+            X_out[first - lo:first - lo + len(X)] = X
+            y_out[first - lo:first - lo + len(y)] = y
+            if name == "X_test":  # P(label != Bayes prediction | x) for each test row, exactly
+                bayes_test += float(conditional_error(params, X).sum())
+    return bayes_test / n_test
 
 
 class GpuPeak:
@@ -236,13 +227,16 @@ SCALE_ESTIMATORS = {
 def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, log=print):
     from kernelscale.io import open_zarr
     from kernelscale.pipeline import registry
+    from kernelscale.pipeline.data.bayes import bayes_error, bayes_params
 
     path = Path(workdir) / "scale.zarr"
     t = time.perf_counter()
     bayes = write_problem(path, n, n_test)
     gen_s = time.perf_counter() - t
+    bayes_population = bayes_error(bayes_params(n, D_SCALE, NOISE))[0]  # ~4 s, not in gen_s
     log(f"[scale] wrote {n:,} + {n_test:,} rows x {D_SCALE} to {path} in {gen_s:.0f} s "
-        f"(Bayes error of the test rows {100 * bayes:.2f} %)")
+        f"(Bayes error of the test rows {100 * bayes:.2f} %, of the distribution "
+        f"{100 * bayes_population:.3f} %)")
     X, y = open_zarr(path, "X"), open_zarr(path, "y")[:]
     Xte, yte = open_zarr(path, "X_test")[:], open_zarr(path, "y_test")[:]
     rows = []
@@ -274,6 +268,7 @@ def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, l
         rows_seen = (segments * 100 * params["batch_size"]) if iterative else segments * n
         rows.append(dict(estimator=name, n_train=n, fit_s=fit_s, rows_seen=rows_seen,
                          passes=rows_seen / n, test_error=err, bayes_error=bayes,
+                         bayes_error_population=bayes_population,
                          predict_s=pred_s, n_test=n_test,
                          gpu_peak_mib=peak.peak / 2**20, budget_mb=budget_mb,
                          engine={"window_rows": getattr(est, "window_rows_", None)},

@@ -142,7 +142,9 @@ def run_prepare(args) -> int:
                                dask_workers=args.dask_workers)
     except ConnectionError as exc:  # unreachable --dask-scheduler: one line, like a DataError
         raise DataError(str(exc)) from None
-    print(f"{args.out}: {meta['n_train']} train + {meta['n_test']} test rows, d={meta['d']}")
+    bayes = f", Bayes error {meta['bayes_error']:.4%}" if "bayes_error" in meta else ""
+    print(f"{args.out}: {meta['n_train']} train + {meta['n_test']} test rows, d={meta['d']}"
+          f"{bayes}")
     return 0
 
 

@@ -13,6 +13,13 @@ the same rows.
 * ``regression`` -- x ~ N(0, I); y = f(x) + noise * N(0, 1) with f a smooth random function
   (a sum of 32 random cosines, i.e. a function of the Gaussian kernel's RKHS).
 * ``blobs`` -- isotropic Gaussian blobs (``cluster_std``) around ``centers`` random centres.
+* ``deformed`` -- elastic deformations and translations of IDX images, MNIST-8M's construction:
+  :mod:`.deformed` (same block size, its own random stream).
+* ``bayes`` -- binary labels 1[f(x) + noise * e > 0] with f known, so the Bayes error is known:
+  :mod:`.bayes` (same block size, its own random stream).
+
+``deformed`` and ``bayes`` live in their own modules, which import this one; :mod:`.sources`
+picks their block streams (so this module imports neither: no import cycle).
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ _N_COSINES = 32
 
 
 def generate(params: dict, origin: str = "generator") -> Iterator[Block]:
-    """Yield the blocks of the dataset described by validated generator ``params``."""
+    """Yield the blocks of the dataset described by validated generator ``params`` (one of
+    classification, regression, blobs)."""
     model = _MODELS[params["name"]](params, block_generator(params["seed"], 0, _MODEL_STREAM))
     n = params["n_samples"]
     for index, start in enumerate(range(0, n, GENERATOR_BLOCK_ROWS)):

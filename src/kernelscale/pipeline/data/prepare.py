@@ -144,7 +144,7 @@ def _block_rows(spec: dict, width: int | None) -> int:
 
 def _known_width(spec: dict) -> int | None:
     if "generator" in spec:
-        return spec["generator"]["n_features"]
+        return spec["generator"].get("n_features")  # deformed: known once its files are read
     return spec.get("n_features")
 
 
@@ -330,4 +330,5 @@ def build_meta(name: str, spec: dict, source: Source, scan: Scan, transform: Tra
         "sha256": hashes,
         "spec": spec,
         "kernelscale_version": __version__,
+        **source.meta,
     }

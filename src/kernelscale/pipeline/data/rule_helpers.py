@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from .download import cache_dir, remote_files
-from .spec import FILE_ROLES, source_kind, validate_dataset_spec
+from .spec import FILE_ROLES, is_deformed, source_kind, validate_dataset_spec
 
 __all__ = ["cache_dir", "spec_json", "url_dataset_pattern", "prepare_inputs",
            "prepare_resources"]
@@ -47,9 +47,14 @@ def download_outputs(config: dict, cache: str | Path | None = None) -> list[str]
 
 
 def prepare_inputs(config: dict, dataset: str, cache: str | Path | None = None) -> list[str]:
-    """Files ``prepare`` reads: cached downloads (url) or local files (path); else none."""
+    """Files ``prepare`` reads: cached downloads (url), local files (path, generator deformed);
+    else none."""
     spec = _spec(config, dataset)
     kind = source_kind(spec)
+    if is_deformed(spec):
+        from .deformed import FILE_KEYS
+
+        return [str(Path(spec["generator"][key]).expanduser()) for key in FILE_KEYS]
     if kind == "url":
         return [str(f.path) for f in remote_files(dataset, spec, cache)]
     if kind == "path":
@@ -67,11 +72,12 @@ def prepare_resources(config: dict, dataset: str) -> dict:
     """
     explicit = ((config.get("resources") or {}).get("prepare") or {})
     spec = _spec(config, dataset)
-    width = (spec["generator"]["n_features"] if "generator" in spec
+    # deformed: MNIST-sized images assumed (its files are not read here)
+    width = ((spec["generator"].get("n_features") or 784) if "generator" in spec
              else spec.get("n_features", 1000))
     chunk_mb = spec["chunk_rows"] * width * 4 / 2**20
     pca_mb = 3 * width * width * 8 / 2**20 if spec["preprocess"]["pca"] else 0
-    mem_mb = int(600 + 6 * 16 + 4 * chunk_mb + pca_mb)
+    mem_mb = int(600 + 6 * 16 + 4 * chunk_mb + pca_mb + (300 if is_deformed(spec) else 0))
     rows = spec["generator"]["n_samples"] if "generator" in spec else None
     runtime = 30 if rows is not None and rows * width < 10**9 else 240
     return {"threads": explicit.get("threads", 1), "mem_mb": explicit.get("mem_mb", mem_mb),

@@ -16,7 +16,8 @@ from .download import download_dataset, remote_files, sha256_of
 from .errors import DataError
 from .generators import generate
 from .readers import Block, read_file
-from .spec import source_kind
+from .readers.idx import idx_shape, read_idx
+from .spec import is_deformed, source_kind
 
 ROLE_NAMES = {"": "train", "labels_": "train_labels", "test_": "test",
               "test_labels_": "test_labels"}
@@ -31,11 +32,16 @@ class Source:
     test: Callable[[int, int | None], Iterator[Block]] | None
     description: dict = field(default_factory=dict)
     fixed_width: bool = True  # False: blocks may be narrower than d (libsvm without n_features)
+    meta: dict = field(default_factory=dict)  # more top-level meta.json keys (bayes_error)
 
 
 def open_source(name: str, spec: dict, cache_dir: str | Path | None = None) -> Source:
     """The :class:`Source` for ``datasets.<name>``; url files are fetched/verified first."""
     kind = source_kind(spec)
+    if is_deformed(spec):
+        return _deformed_source(name, spec["generator"])
+    if kind == "generator" and spec["generator"]["name"] == "bayes":
+        return _bayes_source(name, spec["generator"])
     if kind == "generator":
         params = spec["generator"]
         return Source(kind, lambda block_rows, d: generate(params, origin=f"{name} (generator)"),
@@ -88,3 +94,53 @@ def _sklearn_source(name: str, loader: str) -> Source:
     return Source("sklearn", blocks, None,
                   {"kind": "sklearn", "loader": f"load_{loader}",
                    "sklearn_version": sklearn.__version__})
+
+
+def _deformed_source(name: str, params: dict) -> Source:
+    """Generator ``deformed``: training blocks deformed from the IDX images, the test set read
+    from the test files unchanged. Files and image sizes are checked here, before any block."""
+    from .deformed import FILE_KEYS, generate_deformed
+
+    where = f"datasets.{name}.generator"
+    paths = {}
+    for key in FILE_KEYS:
+        path = Path(params[key]).expanduser()
+        if not path.is_file():
+            raise DataError(f"{where}.{key}: file not found: {path}")
+        paths[key] = path
+    dims = {}
+    for key in ("path", "test_path"):
+        dtype, dims[key] = idx_shape(paths[key])
+        if dtype != np.dtype(">u1") or len(dims[key]) != 3:
+            raise DataError(f"{where}.{key}: {paths[key].name} is not a set of byte images "
+                            f"(n x rows x cols): type {dtype.str}, {len(dims[key])} dimensions")
+    train_dims, test_dims = dims["path"], dims["test_path"]
+    if test_dims[1:] != train_dims[1:]:
+        raise DataError(f"{where}.test_path: images are {'x'.join(map(str, test_dims[1:]))}, "
+                        f"the training images {'x'.join(map(str, train_dims[1:]))}")
+    if params["max_shift"] >= min(train_dims[1:]):
+        raise DataError(f"{where}.max_shift: {params['max_shift']} pixels is not smaller than "
+                        f"the {'x'.join(map(str, train_dims[1:]))} images")
+    origin = f"{name} (generator deformed)"
+
+    def train(block_rows: int, d: int | None) -> Iterator[Block]:
+        return generate_deformed(params, origin)
+
+    def test(block_rows: int, d: int | None) -> Iterator[Block]:
+        return read_idx(paths["test_path"], paths["test_labels_path"], block_rows=block_rows)
+
+    files = [{"role": role, "name": paths[key].name, "path": str(paths[key].resolve()),
+              "sha256": sha256_of(paths[key])}
+             for role, key in zip(ROLE_NAMES.values(), FILE_KEYS, strict=True)]
+    return Source("generator", train, test, {"kind": "generator", "params": params,
+                                             "files": files})
+
+
+def _bayes_source(name: str, params: dict) -> Source:
+    """Generator ``bayes``: its blocks, and its Bayes error for meta.json (computed here, once:
+    a few seconds)."""
+    from .bayes import bayes_meta, generate_bayes
+
+    origin = f"{name} (generator bayes)"
+    return Source("generator", lambda block_rows, d: generate_bayes(params, origin), None,
+                  {"kind": "generator", "params": params}, meta=bayes_meta(params))

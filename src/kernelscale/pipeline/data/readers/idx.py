@@ -57,3 +57,40 @@ def read_idx(images: Path, labels: Path, *, block_rows: int,
             X = np.frombuffer(x_raw, dtype=x_type).reshape(rows, width).astype(np.float32)
             y = np.frombuffer(y_raw, dtype=y_type).astype(np.float64)
             yield Block(X, y, start, images.name)
+
+
+def idx_shape(path: Path, archive: str | None = None) -> tuple[np.dtype, tuple[int, ...]]:
+    """(element type, dimensions) from the header of an IDX file; reads nothing else."""
+    path = Path(path)
+    with open_binary(path, archive) as stream:
+        return _header(stream, path.name)
+
+
+def load_idx_images(images: Path, labels: Path, archive: str | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """A whole set of byte images (n, rows, cols) uint8 and its labels (n,) float64.
+
+    For generators that resample the images (:mod:`..deformed`): they need random access to the
+    source set, whose size is fixed (Fashion-MNIST's training set: 47 MB), not to the output.
+    """
+    images, labels = Path(images), Path(labels)
+    with open_binary(images, archive) as xs, open_binary(labels, archive) as ys:
+        x_type, x_dims = _header(xs, images.name)
+        y_type, y_dims = _header(ys, labels.name)
+        if x_type != np.dtype(">u1") or len(x_dims) != 3:
+            raise DataError(f"{images.name}: expected unsigned byte images (n x rows x cols), "
+                            f"got type {x_type.str} with {len(x_dims)} dimensions")
+        if len(y_dims) != 1 or y_dims[0] != x_dims[0]:
+            raise DataError(f"{images.name}: {x_dims[0]} images but {labels.name} has "
+                            f"{'x'.join(map(str, y_dims))} labels")
+        if x_dims[0] == 0:
+            raise DataError(f"{images.name}: no data rows")
+        size = int(np.prod(x_dims, dtype=np.int64))
+        x_raw = read_exactly(xs, size)
+        y_raw = read_exactly(ys, y_dims[0] * y_type.itemsize)
+        if len(x_raw) < size or len(y_raw) < y_dims[0] * y_type.itemsize:
+            short = images.name if len(x_raw) < size else labels.name
+            raise DataError(f"{short}: truncated (header promises {x_dims[0]} rows)")
+    X = np.frombuffer(x_raw, dtype=np.uint8).reshape(x_dims)
+    y = np.frombuffer(y_raw, dtype=y_type).astype(np.float64)
+    return X, y
