@@ -145,7 +145,7 @@ CONFIG_CASES = [
     ("- just\n- a list\n", ["expected a mapping", "list"]),
     ("", ["bad.yaml: the file is empty; expected a mapping"]),  # snakemake refuses it too
     ("algorithms:\n  dsg: {estimator: dsg, params: {n_iter: 0}}\n",
-     ["algorithms.dsg.params.n_iter: 0 must be an integer >= 1"]),
+     ["algorithms.dsg.params.n_iter: 0 must be 'auto', an integer >= 1"]),
     ("algorithms:\n  rb: {estimator: rb_cg, params: {n_components: 100000000}}\n",
      ["algorithms.rb", "needs at least", "n_components"]),
     ("algorithms:\n  dsg: {estimator: dsg, params: {block_size: 100000000}}\n",
