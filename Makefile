@@ -5,6 +5,12 @@ BIN    := $(VENV)/bin
 UV_VERSION := 0.13.9
 STAMP  := $(VENV)/.installed
 CORES  ?= all
+# Config files to use instead of config.yaml, merged in order (`make run CONFIG="config.yaml
+# config/papers.yaml"`). check-config reads them first: Snakemake reads --configfile files before
+# the workflow runs, and a missing, empty or broken one would end in its traceback.
+CONFIG ?=
+SNAKEMAKE = $(if $(CONFIG),$(BIN)/python -m kernelscale.pipeline.cli check-config $(CONFIG) >/dev/null && )$(BIN)/snakemake
+CONFIGFILE = $(if $(CONFIG),--configfile $(CONFIG))
 
 .PHONY: run test test-gpu test-gpu-sim lint env lock clean-results dryrun
 
@@ -20,23 +26,22 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode --no-deps -e .
 	touch $(STAMP)
 
-# CONFIG: config files instead of config.yaml, e.g. CONFIG="config.yaml config/million.yaml"
 run: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
+	$(SNAKEMAKE) --cores $(CORES) $(CONFIGFILE)
 
 # Snakemake report (tables, plots, provenance) of the last `make run`.
 .PHONY: report
 report: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --report results/report.html
+	$(SNAKEMAKE) --cores $(CORES) --report results/report.html $(CONFIGFILE)
 
 # Scale benchmark (benchmarks/harness.py) through the pipeline: results/bench/, MLflow.
 .PHONY: bench
 bench: $(STAMP)
 	rm -f results/bench/bench.md
-	$(BIN)/snakemake bench --cores $(CORES)
+	$(SNAKEMAKE) bench --cores $(CORES) $(CONFIGFILE)
 
 dryrun: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) -n
+	$(SNAKEMAKE) --cores $(CORES) -n $(CONFIGFILE)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -14,11 +14,12 @@ from kernelscale.pipeline import plan  # noqa: E402
 
 # `--configfile FILE` is the whole configuration; config.yaml is only the default (Snakemake
 # would otherwise deep-merge FILE into config.yaml, keeping entries FILE does not mention).
-# Syntax errors are reported as config.yaml:LINE:COLUMN (Snakemake's own message names no line;
-# a file given with --configfile is read by Snakemake before this runs: check-config names it).
+# Syntax errors are reported as config.yaml:LINE:COLUMN, an empty or non-mapping file in one line
+# (Snakemake's own messages name no line, or name this Snakefile). A file given with --configfile
+# is read by Snakemake before this runs: `make run CONFIG=FILE` checks it first (Makefile).
 if not workflow.overwrite_configfiles:
     try:
-        plan.load_yaml_checked("config.yaml")
+        plan.load_config_checked("config.yaml")
     except ValueError as e:
         sys.exit(str(e))
 
@@ -48,6 +49,12 @@ except plan.ConfigError as e:
 if workflow.is_main_process:
     for _line in _SKIPPED:
         print(_line, file=sys.stderr)
+# A read-only results/ (or MLflow file, download cache) stops here in one line, before any job
+# writes anything; Snakemake would stop with ~30 lines while building the DAG or when a job starts.
+if workflow.is_main_process:
+    _line = plan.unwritable_output_line(config, Path.cwd())
+    if _line:
+        sys.exit(_line)
 
 # After `kill -9` of snakemake its lock stays behind and the next run would stop with a
 # LockException: drop it when no snakemake works here (jobs of a rerun then resume from their

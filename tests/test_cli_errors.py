@@ -143,8 +143,9 @@ def test_track_names_a_damaged_run_record(data, tmp_path, capsys):
 CONFIG_CASES = [
     ("datasets: {a: 1\nalgorithms: {}\n", ["bad.yaml:2:", "not valid YAML"]),
     ("- just\n- a list\n", ["expected a mapping", "list"]),
+    ("", ["bad.yaml: the file is empty; expected a mapping"]),  # snakemake refuses it too
     ("algorithms:\n  dsg: {estimator: dsg, params: {n_iter: 0}}\n",
-     ["algorithms.dsg.params.n_iter: 0 must be an integer >= 1"]),
+     ["algorithms.dsg.params.n_iter: 0 must be 'auto', an integer >= 1"]),
     ("algorithms:\n  rb: {estimator: rb_cg, params: {n_components: 100000000}}\n",
      ["algorithms.rb", "needs at least", "n_components"]),
     ("algorithms:\n  dsg: {estimator: dsg, params: {block_size: 100000000}}\n",

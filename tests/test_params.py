@@ -33,6 +33,8 @@ def test_every_estimator_speaks_the_shared_names(cls):
         assert "reg" in names
     # every declared rule belongs to a parameter (a typo in _rules would never check anything)
     assert set(cls._rules) <= names
+    for name, (_, deciders, *_) in cls._used_only.items():
+        assert {name, *deciders} <= names, (name, deciders)
 
 
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
@@ -134,3 +136,176 @@ def test_engine_precedence_and_errors():
                      ({"memory_budget": -1}, "engine.memory_budget=-1 must be")):
         with pytest.raises(ValueError, match=msg):
             RFFSGDRegressor(**fit, engine=bad).fit(X, y)
+
+
+# ------------------------------------------------------------------- what was asked is what ran
+def _data(kind, n=40):
+    if kind == "clf":
+        return make_classification(n_samples=n, n_features=3, n_informative=2, n_redundant=0,
+                                   random_state=0)
+    return make_regression(n_samples=n, n_features=3, random_state=0)
+
+
+def _iterative():
+    from kernelscale import (
+        DSGClassifier,
+        EigenProRegressor,
+        NORMARegressor,
+        PegasosClassifier,
+        RFFSGDRegressor,
+    )
+
+    return [(DSGClassifier, "clf"), (EigenProRegressor, "reg"), (NORMARegressor, "reg"),
+            (PegasosClassifier, "clf"), (RFFSGDRegressor, "reg")]
+
+
+@pytest.mark.parametrize("cls,kind", _iterative(), ids=[c.__name__ for c, _ in _iterative()])
+def test_zero_iterations_are_refused_in_the_library_as_in_the_config(cls, kind):
+    """n_iter=0 (or "0 epochs") fitted nothing and predicted a constant without a word; the
+    config check refused it while the Python API did not."""
+    X, y = _data(kind)
+    for bad in (0, "0 epochs", "0.0 epoch"):
+        with pytest.raises(ValueError) as e:
+            cls(n_iter=bad, bandwidth=1.0).fit(X, y)
+        assert str(e.value).startswith(f"n_iter={bad!r} must be 'auto', an integer >= 1")
+        assert "\n" not in str(e.value)
+        [(name, problem)] = param_errors(cls, {"n_iter": bad})
+        assert name == "n_iter" and str(e.value) == f"n_iter={problem}"
+    assert param_errors(cls, {"n_iter": "0.5 epochs"}) == []  # half a pass is a real run
+
+
+def test_a_zero_in_a_unit_string_is_refused_where_the_number_must_be_positive():
+    from kernelscale import DSGRegressor, ExactKRRRegressor, ExactSVMClassifier, PegasosClassifier
+
+    for cls in (ExactKRRRegressor, ExactSVMClassifier, PegasosClassifier):  # reg > 0
+        [(_, problem)] = param_errors(cls, {"reg": "0/n"})
+        assert problem.startswith("'0/n' must be 'auto', a finite number > 0")
+        assert param_errors(cls, {"reg": "0.5/n"}) == []
+    X, y = _data("reg")
+    with pytest.raises(ValueError, match=r"^reg='0/n' must be"):
+        ExactKRRRegressor(reg="0/n", bandwidth=1.0).fit(X, y)  # was the unregularised solve
+    assert param_errors(DSGRegressor, {"reg": "0/n"}) == []  # DSG allows nu = 0
+    with pytest.raises(ValueError, match=r"^bandwidth='median\*0' must be"):
+        DSGRegressor(bandwidth="median*0", n_iter=1).fit(X, y)
+
+
+def _unused_cases():
+    from kernelscale import (
+        EigenProClassifier,
+        ExactSVMClassifier,
+        RBClassifier,
+        RBRegressor,
+        RFFSGDClassifier,
+    )
+
+    # (class, task, parameters, the one it ignored, the setting that would use it)
+    return [
+        (RFFSGDClassifier, "clf", {"solver": "sgd", "svrg_inner": 5}, "svrg_inner",
+         {"solver": "svrg"}),
+        (EigenProClassifier, "clf", {"n_eigenvectors": 0, "tau": 0.5}, "tau",
+         {"n_eigenvectors": 5}),
+        (ExactSVMClassifier, "clf", {"epsilon": 0.3}, "epsilon", None),
+        (RBRegressor, "reg", {"solver": "cd", "precondition": True, "reg": 1e-3},
+         "precondition", {"solver": "cg"}),
+        (RBClassifier, "clf", {"solver": "cd", "precondition": True, "reg": 1e-3},
+         "precondition", {"solver": "cg"}),
+    ]
+
+
+@pytest.mark.parametrize("cls,kind,params,name,using", _unused_cases(),
+                         ids=[f"{c[0].__name__}-{c[3]}" for c in _unused_cases()])
+def test_a_parameter_the_others_leave_unused_is_refused(cls, kind, params, name, using):
+    """svrg_inner with solver="sgd", tau without a preconditioner, epsilon for the SVM
+    classifier, Jacobi CG for coordinate descent: each was silently ignored; now a one-line
+    ValueError naming it and its default."""
+    from kernelscale.estimators._params import unused_errors
+
+    X, y = _data(kind)
+    with pytest.raises(ValueError) as e:
+        cls(**params, bandwidth=1.0).fit(X, y)
+    msg = str(e.value)
+    assert msg.startswith(f"{name}={params[name]!r} is only used ") and "\n" not in msg, msg
+    default = inspect.signature(cls.__init__).parameters[name].default
+    assert msg.endswith(f"leave it at its default {default!r}"), msg
+    assert unused_errors(cls, params, in_fit=True) == [(name, msg.split("=", 1)[1])]
+    assert unused_errors(cls, params) == unused_errors(cls, params, in_fit=True)  # config too
+    assert unused_errors(cls, {**params, name: default}) == []  # the default is no setting
+    if using is not None:
+        assert unused_errors(cls, {**params, **using}) == []
+
+
+def test_capped_sizes_are_recorded_in_fitted_attributes():
+    """A size above n is capped (one config serves datasets of every size); the fitted
+    attribute says what ran."""
+    from kernelscale import (
+        EigenProRegressor,
+        NORMARegressor,
+        NystromRidgeRegressor,
+        PegasosClassifier,
+        RFFSGDRegressor,
+    )
+
+    X, y = _data("reg", n=40)
+    Xc, yc = _data("clf", n=40)
+    common = dict(bandwidth=1.0, random_state=0)
+    assert RFFSGDRegressor(batch_size=500, n_components=20, n_iter=2, **common).fit(
+        X, y).batch_size_ == 40
+    assert RFFSGDRegressor(batch_size=16, n_components=20, n_iter=2, **common).fit(
+        X, y).batch_size_ == 16
+    assert NORMARegressor(batch_size=500, n_iter=2, **common).fit(X, y).batch_size_ == 40
+    assert PegasosClassifier(batch_size=500, n_iter=2, **common).fit(Xc, yc).batch_size_ == 40
+    ep = EigenProRegressor(batch_size=500, subsample_size=4800, n_eigenvectors=5, n_iter=2,
+                           **common).fit(X, y)
+    assert ep.batch_size_ == 40 and ep.subsample_size_ == 40
+    assert EigenProRegressor(subsample_size=30, n_eigenvectors=5, n_iter=2, **common).fit(
+        X, y).subsample_size_ == 30
+    assert NystromRidgeRegressor(n_components=500, reg=1e-3, **common).fit(
+        X, y).n_components_ == 40
+
+
+def test_config_refuses_what_the_algorithm_name_contradicts_or_leaves_unused():
+    """A parameter that contradicts the algorithm's name (``rff_sgd`` with ``solver: svrg``
+    ran SVRG reported as rff_sgd) or that its preset leaves unused is a config error naming
+    the key; rb_cd's preset reg stays adjustable."""
+    from kernelscale.pipeline.checks import config_errors, spec_errors
+
+    def errors(est, **params):
+        return spec_errors(f"algorithms.{est}", {"estimator": est, "params": params})
+
+    assert errors("rff_sgd", solver="svrg") == [
+        "algorithms.rff_sgd.params.solver: 'svrg' contradicts the algorithm rff_sgd "
+        "(solver='sgd' is what its name means); use estimator: rff_svrg"]
+    assert errors("kernel_sgd", n_eigenvectors=100)[0].endswith("use estimator: eigenpro")
+    assert errors("eigenpro", method="rff")[0].endswith("use estimator: eigenpro_rf")
+    assert errors("dsg", variant="cdsg")[0].endswith("use estimator: cdsg")
+    assert errors("rff_sgd", solver="sgd") == [] and errors("rb_cd", reg=1e-3) == []
+    assert errors("kernel_sgd", tau=0.5) == [
+        "algorithms.kernel_sgd.params.tau: 0.5 is only used with n_eigenvectors >= 1, to damp "
+        "the preconditioner (here n_eigenvectors=0); leave it at its default 'auto'"]
+    assert errors("eigenpro", n_components=1000)[0].startswith(
+        "algorithms.eigenpro.params.n_components: 1000 is only used with method='rff'")
+    assert errors("eigenpro_rf", n_components=1000) == []
+    # epsilon is the regressor's: refused once the entry runs on a classification dataset
+    config = {"datasets": {"c": {"task": "binary"}, "r": {"task": "regression"}},
+              "algorithms": {"libsvm": {"estimator": "libsvm", "params": {"epsilon": 0.2}}},
+              "experiments": [{"datasets": ["r"], "algorithms": ["libsvm"]}]}
+    assert config_errors(config) == []
+    config["experiments"][0]["datasets"].append("c")
+    assert config_errors(config) == [
+        "config.yaml: algorithms.libsvm.params.epsilon: 0.2 is only used by ExactSVMRegressor "
+        "(the half-width of SVR's tube); leave it at its default 0.1"]
+
+
+def test_eigenpro_kernel_n_components_is_refused_by_the_config_check_only():
+    """scikit-learn's estimator checks set n_components = 1 on every estimator that has it,
+    so EigenPro's fit ignores it with method="kernel" (documented); the config check, where
+    the algorithm's name says "kernel", refuses it."""
+    from kernelscale import EigenProRegressor
+    from kernelscale.estimators._params import unused_errors
+
+    params = {"method": "kernel", "n_components": 300}
+    assert unused_errors(EigenProRegressor, params, in_fit=True) == []
+    [(name, problem)] = unused_errors(EigenProRegressor, params)
+    assert name == "n_components" and problem.startswith("300 is only used with method='rff'")
+    X, y = _data("reg")
+    EigenProRegressor(**params, n_eigenvectors=5, n_iter=1, bandwidth=1.0).fit(X, y)

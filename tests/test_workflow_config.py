@@ -166,8 +166,9 @@ def test_todo_checksums_block_no_experiment():
 
 
 def test_missing_local_files_skip_only_their_runs(tmp_path, monkeypatch):
-    """A `path:` dataset whose file is absent (licensed data not there yet) is taken out of the
-    experiments with one line; the other datasets' runs stay. No run left is an error."""
+    """A `path:` dataset marked optional whose file is absent (licensed data not there yet) is
+    taken out of the experiments with one line; the other datasets' runs stay. No run left is an
+    error. Without the mark the same absence is an error (``missing_file_errors``)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "here.npz").write_bytes(b"x")
     config = copy.deepcopy(BASE)
@@ -175,6 +176,11 @@ def test_missing_local_files_skip_only_their_runs(tmp_path, monkeypatch):
                                  "format": "npz"}
     config["datasets"]["ok"] = {"task": "binary", "path": "here.npz", "format": "npz"}
     config["experiments"][0]["datasets"] += ["lic", "ok"]
+    assert plan.missing_local_files(config) == {}
+    assert any("datasets.lic.path: gone.npz: no such file" in e
+               for e in plan.missing_file_errors(config, tmp_path))
+    config["datasets"]["lic"]["optional"] = True
+    assert plan.missing_file_errors(config, tmp_path) == []
     assert plan.missing_local_files(config) == {"lic": ["gone.npz"]}
     [line] = plan.skip_missing_datasets(config)
     assert "datasets.lic: gone.npz not found; its 2 run(s) are skipped" in line
@@ -250,7 +256,8 @@ Error in rule train:
 @pytest.mark.parametrize("paper", ["dsg", "rb", "eigenpro"])
 def test_paper_experiment_files_validate(paper, capsys):
     """config/papers/<paper>.yaml merged over config.yaml and config/papers.yaml passes the
-    schema and the name checks (TODO checksums included)."""
+    schema and the name checks (TODO checksums and the licensed datasets, marked optional,
+    included)."""
     from kernelscale.pipeline.cli import main
 
     files = ["config.yaml", "config/papers.yaml", f"config/papers/{paper}.yaml"]
@@ -293,3 +300,80 @@ def test_engine_options_in_a_config_entry():
     bad = {**spec, "params": {"engine": {"dtype": "float16"}}}
     assert spec_errors("algorithms.x", bad)[0].startswith(
         "algorithms.x.params.engine.dtype='float16' must be")
+
+
+def _with_local_dataset(path, used=True):
+    c = copy.deepcopy(BASE)
+    c["datasets"]["mine"] = {"task": "binary", "path": str(path), "format": "libsvm"}
+    if used:
+        c["experiments"][0]["datasets"].append("mine")
+    return c
+
+
+def test_a_missing_local_dataset_file_is_one_line_before_the_dag(tmp_path):
+    """`path:` naming no file: one line with the key and the file (Snakemake: 27 lines of
+    MissingInputException for rule prepare once the DAG is built)."""
+    missing = tmp_path / "nowhere" / "a9a.libsvm"
+    assert plan.semantic_errors(_with_local_dataset(missing)) == [
+        f"config.yaml: datasets.mine.path: {missing}: no such file"]
+    assert plan.semantic_errors(_with_local_dataset(missing, used=False)) == []  # a catalogue
+    assert plan.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == [
+        f"config.yaml: datasets.mine.path: data/a.libsvm: no such file (relative to {tmp_path})"]
+    (tmp_path / "data" / "a.libsvm").mkdir(parents=True)
+    assert plan.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == [
+        "config.yaml: datasets.mine.path: data/a.libsvm: is a folder, expected a file "
+        f"(relative to {tmp_path})"]
+    (tmp_path / "data" / "a.libsvm").rmdir()
+    (tmp_path / "data" / "a.libsvm").write_text("1 1:0.5\n")
+    assert plan.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == []
+    c = _with_local_dataset(tmp_path / "data" / "a.libsvm")
+    c["datasets"]["mine"]["test_path"] = "data/test.libsvm"
+    assert [e.split(": ")[1] for e in plan.missing_file_errors(c, tmp_path)] == [
+        "datasets.mine.test_path"]
+
+
+def test_config_file_empty_or_not_a_mapping_is_one_line(tmp_path):
+    for text, words in [("", "the file is empty; expected a mapping"),
+                        ("# nothing but a comment\n", "the file is empty"),
+                        ("- a\n- b\n", "expected a mapping (datasets:, algorithms:, "
+                                       "experiments:, ...) at the top level, got list")]:
+        (tmp_path / "c.yaml").write_text(text)
+        with pytest.raises(ValueError) as e:
+            plan.load_config_checked(tmp_path / "c.yaml")
+        assert str(e.value).startswith(f"{tmp_path / 'c.yaml'}: {words}"), str(e.value)
+        assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match=r"none\.yaml: no such file$"):
+        plan.load_config_checked(tmp_path / "none.yaml")
+    (tmp_path / "c.yaml").write_text("datasets: {}\n")
+    assert plan.load_config_checked(tmp_path / "c.yaml") == {"datasets": {}}
+
+
+def test_read_only_results_is_one_line(tmp_path):
+    """A results folder (or a folder in it, or the MLflow file) the workflow cannot write:
+    one line naming it, instead of Snakemake's ProtectedOutputException or a job failing
+    to create its output folder after other jobs have run."""
+    from test_faults import read_only
+
+    work = tmp_path / "work"
+    work.mkdir()
+    c = copy.deepcopy(BASE)
+    assert plan.unwritable_output_line(c, work) is None  # results/ is created by the run
+    results = work / "results"
+    (results / "tracking").mkdir(parents=True)
+    store = results / "data" / "a" / "data.zarr" / "c"
+    store.mkdir(parents=True)
+    assert plan.unwritable_output_line(c, work) is None
+    with read_only(results):
+        line = plan.unwritable_output_line(c, work)
+    assert line.startswith("kernelscale: results: read-only folder where the workflow "
+                           "writes; nothing has run"), line
+    with read_only(results / "tracking"):
+        line = plan.unwritable_output_line(c, work)
+    assert line.startswith("kernelscale: results/tracking: read-only folder where"), line
+    with read_only(store):  # inside a Zarr store: prepare replaces the whole folder
+        assert plan.unwritable_output_line(c, work) is None
+    elsewhere = tmp_path / "store"  # outside the working directory: named in full
+    c["tracking"] = {"uri": f"sqlite:///{elsewhere}/m.db"}
+    with read_only(elsewhere):
+        line = plan.unwritable_output_line(c, work)
+    assert line.startswith(f"kernelscale: {elsewhere}: read-only folder"), line

@@ -6,8 +6,11 @@ through a sitecustomize on PYTHONPATH), so these tests check the workflow, not t
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -244,6 +247,91 @@ def test_bad_config_one_line_error_nothing_written(tmp_path, case):
     after = sorted(p.relative_to(workdir) for p in (workdir / "results").rglob("*")) \
         if (workdir / "results").exists() else []
     assert after == before
+
+
+def _tree(folder: Path) -> list:
+    return sorted(p.relative_to(folder) for p in folder.rglob("*")) if folder.exists() else []
+
+
+def _empty_config(workdir: Path):
+    (workdir / "config.yaml").write_text("")
+    return contextlib.nullcontext()
+
+
+def _missing_dataset_file(workdir: Path):
+    c = copy.deepcopy(TINY)
+    c["datasets"]["mine"] = {"task": "binary", "path": "data/mine.libsvm", "format": "libsvm"}
+    c["experiments"][0]["datasets"].append("mine")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(c))
+    return contextlib.nullcontext()
+
+
+def _read_only_results(workdir: Path):
+    from test_faults import read_only
+
+    (workdir / "results" / "logs").mkdir(parents=True, exist_ok=True)
+    return read_only(workdir / "results")
+
+
+# files and folders the workflow needs: (set-up, start of the one line it must print)
+BAD_FILES = {
+    "empty config.yaml": (_empty_config, "config.yaml: the file is empty; expected a mapping"),
+    "dataset path missing": (
+        _missing_dataset_file,
+        "config.yaml: datasets.mine.path: data/mine.libsvm: no such file (relative to "),
+    "read-only results": (
+        _read_only_results,
+        "kernelscale: results: read-only folder where the workflow writes; nothing has run"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_bad_files_one_line_before_any_job(tmp_path, case):
+    """An empty config.yaml, a dataset `path:` that is not there, a read-only results/: one
+    line naming the file or folder, before any job runs (Snakemake: a WorkflowError naming the
+    Snakefile, a 27-line MissingInputException, a ProtectedOutputException or a job failing to
+    create its output folder after others have written theirs)."""
+    setup, expected = BAD_FILES[case]
+    workdir, env = make_workdir(tmp_path, TINY)
+    with setup(workdir):
+        before = _tree(workdir / "results")
+        r = smk(workdir, env, "--cores", "1", check=False, timeout=300)
+        after = _tree(workdir / "results")
+    out = r.stdout + r.stderr
+    lines = [ln for ln in out.splitlines() if ln.strip()
+             and not ln.startswith("Using workflow specific profile")]  # Snakemake's info
+    assert r.returncode == 1, out
+    assert len(lines) == 1 and lines[0].startswith(expected), out
+    assert not re.search(r"Exception|Error|Traceback", out), out
+    assert after == before  # nothing half-written
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize("text", [None, "", "datasets: [1,\n"], ids=["missing", "empty", "yaml"])
+def test_make_checks_config_files_before_snakemake(tmp_path, text):
+    """`make run CONFIG=FILE`: Snakemake reads --configfile files before the Snakefile runs
+    (a missing one ends in a FileNotFoundError traceback), so the Makefile checks them first:
+    one line naming the file, and Snakemake is not started."""
+    workdir, env = make_workdir(tmp_path, TINY)
+    shutil.copy(ROOT / "Makefile", workdir / "Makefile")
+    for name in ("pyproject.toml", "requirements.lock"):  # older than the stamp: the venv
+        shutil.copy(ROOT / name, workdir / name)         # (this interpreter's) counts as built
+        os.utime(workdir / name, (0, 0))
+    (workdir / "stamp").touch()
+    if text is not None:
+        (workdir / "c.yaml").write_text(text)
+    r = subprocess.run(["make", "-s", "dryrun", "CONFIG=c.yaml", f"VENV={sys.prefix}",
+                        "STAMP=stamp"], cwd=workdir, env=env, capture_output=True, text=True,
+                       timeout=300)
+    out = r.stdout + r.stderr
+    lines = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith("make")]
+    assert r.returncode != 0, out
+    expected = {None: "c.yaml: no such file", "": "c.yaml: the file is empty",
+                "datasets: [1,\n": "c.yaml:2:1: not valid YAML"}[text]
+    assert len(lines) == 1 and expected in lines[0], out
+    assert "Traceback" not in out, out
+    # snakemake never started: it would have made .snakemake/
+    assert not (workdir / "results").exists() and not (workdir / ".snakemake").exists()
 
 
 # ----------------------------------------------------------------------------- kill and resume

@@ -4,8 +4,10 @@
   ``fit`` starts with ``self._validate_params()``, which raises a one-line ``ValueError``
   (``"n_iter=-1 must be 'auto' or an integer >= 0"``). The pipeline's config check calls
   :func:`param_errors` with the same rules, so a config key and a ``fit`` give the same answer.
-  Checks that tie several parameters together (``solver="cg"`` needs ``loss="square"``) stay in
-  the estimator.
+  A parameter that only some values of the others use is declared in ``_used_only``: set to
+  anything but its default while unused, it is refused (:func:`unused_errors`, in ``fit`` and in
+  the config check) rather than silently ignored. Other checks that tie several parameters
+  together (``solver="cg"`` needs ``loss="square"``) stay in the estimator.
 * Parameter names mean one thing across estimators (``docs/architecture.md``): ``reg`` is nu of
   the averaged objective (nu/2)||f||^2 + (1/n) sum loss, ``n_iter`` the solver steps per ``fit``,
   ``n_components`` the random features / centres / grids, ``engine`` where the work runs
@@ -53,6 +55,10 @@ class Rule:
         self.kind, self.low, self.high, self.strict = kind, low, high, strict
         self.options, self.none, self.unit = tuple(options), none, unit  # unit: (regex, example)
 
+    def _positive(self) -> bool:
+        """Whether the rule excludes 0 (then so does the number in a unit string)."""
+        return self.low is not None and (self.low > 0 or self.strict)
+
     def ok(self, value) -> bool:
         """Whether ``value`` is allowed: a named option, a matching unit string or a number in
         range."""
@@ -61,7 +67,11 @@ class Rule:
         if any(value is o or (type(value) is type(o) and value == o) for o in self.options):
             return True
         if isinstance(value, str):
-            return self.unit is not None and re.fullmatch(self.unit[0], value) is not None
+            if self.unit is None or re.fullmatch(self.unit[0], value) is None:
+                return False
+            # "0 epochs" would fit nothing, "0/n" is reg 0 where it must be > 0, "median*0" a
+            # zero bandwidth: the number obeys the rule's bound on 0
+            return not self._positive() or float(re.search(_NUMBER, value).group()) > 0
         if self.kind == "bool":
             return isinstance(value, (bool,)) or type(value).__name__ == "bool_"
         if isinstance(value, bool) or self.kind is None:
@@ -88,7 +98,8 @@ class Rule:
                 what += f" and <= {self.high:g}"
             parts.append(what)
         if self.unit is not None:
-            parts.append(f"a string like {self.unit[1]!r}")
+            parts.append(f"a string like {self.unit[1]!r}"
+                         + (" (number > 0)" if self._positive() else ""))
         if self.none:
             parts.append("None")
         return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
@@ -127,7 +138,8 @@ def rules_of(cls) -> dict:
             **getattr(cls, "_rules", {})}
 REG = Rule("real", low=0.0, options=("auto",), unit=PER_N)
 REG_POSITIVE = Rule("real", low=0.0, strict=True, options=("auto",), unit=PER_N)
-ITERS = Rule("int", low=0, options=("auto",), unit=EPOCHS)
+# n_iter=0 would fit nothing and predict a constant (or leave a warm-started model as it was)
+ITERS = Rule("int", low=1, options=("auto",), unit=EPOCHS)
 
 
 def reg_and_ridge(reg, n: int, alpha_sel: float | None = None) -> tuple[float, float]:
@@ -153,6 +165,55 @@ def steps(n_iter, batches_per_epoch: int, auto_epochs: float) -> int:
     else:
         return int(n_iter)
     return int(math.ceil(epochs * batches_per_epoch - 1e-9))
+
+
+def _defaults(cls) -> dict:
+    import inspect
+
+    return {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
+            if k != "self" and p.default is not inspect.Parameter.empty}
+
+
+def same_value(a, b) -> bool:
+    """Whether two parameter values are the same setting (True is not 1, "1" is not 1)."""
+    if a is b:
+        return True
+    if isinstance(a, bool) or isinstance(b, bool) or type(a) is str or type(b) is str:
+        return type(a) is type(b) and a == b
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+CONFIG_ONLY = "config only"  # a _used_only entry that fit ignores (see unused_errors)
+
+
+def unused_errors(cls, params: dict, given=None, in_fit=False) -> list[tuple[str, str]]:
+    """(name, one-line problem) for each parameter of ``given`` (default: every key of
+    ``params``) set to a value other than its default although the other parameters' values
+    (``params`` over the defaults) leave it unused: ``cls._used_only`` maps a name to (where it
+    is used, in words; the parameters that decide it; ``used(params) -> bool``[, CONFIG_ONLY]).
+    An ignored setting is refused rather than silently dropped (svrg_inner with solver="sgd").
+    A CONFIG_ONLY entry is refused by the config check only (``in_fit=False``): scikit-learn's
+    estimator checks set ``n_components = 1`` on every estimator that has the parameter, so
+    ``fit`` must accept it where it is unused (documented as ignored there)."""
+    rules = getattr(cls, "_used_only", {})
+    if not rules:
+        return []
+    defaults = _defaults(cls)
+    full = {**defaults, **params}
+    out = []
+    for name, (where, deciders, used, *scope) in rules.items():
+        if name not in (params if given is None else given) or (in_fit and CONFIG_ONLY in scope):
+            continue
+        value = full[name]
+        if same_value(value, defaults.get(name)) or used(full):
+            continue
+        here = ", ".join(f"{d}={full[d]!r}" for d in deciders)
+        out.append((name, f"{value!r} is only used {where}" + (f" (here {here})" if here else "")
+                    + f"; leave it at its default {defaults.get(name)!r}"))
+    return out
 
 
 def param_errors(cls, params: dict) -> list[tuple[str, str]]:
@@ -181,6 +242,8 @@ class KernelscaleEstimator(BaseEstimator):
     """Base of every kernelscale estimator: declared rules, former names, the engine."""
 
     _rules: dict[str, Rule] = {}
+    # parameters that only some settings of the others use (see ``unused_errors``)
+    _used_only: dict[str, tuple] = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -207,11 +270,15 @@ class KernelscaleEstimator(BaseEstimator):
         return super().set_params(**params)
 
     def _validate_params(self) -> None:
-        """One-line ValueError for the first parameter outside its rule (called by ``fit``)."""
+        """One-line ValueError for the first parameter outside its rule, or set although the
+        others leave it unused (called by ``fit``)."""
         for name, rule in rules_of(type(self)).items():
             value = getattr(self, name)
             if not rule.ok(value):
                 raise ValueError(f"{name}={value!r} must be {rule.describe()}")
+        for name, problem in unused_errors(type(self), self.get_params(deep=False),
+                                           in_fit=True)[:1]:
+            raise ValueError(f"{name}={problem}")
 
     def _resolve_engine(self) -> _engine.Engine:
         """``engine_``: this estimator's ``engine`` over the context's (``kernelscale.engine``)."""

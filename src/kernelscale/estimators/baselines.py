@@ -114,10 +114,12 @@ eta0 : "auto" or float, default="auto"
     shrink factor 1 - eta nu stays in [1/2, 1]. SGD decays it as eta0 / (1 + nu eta0 t);
     SVRG keeps it constant. Fitted: ``eta0_``.
 batch_size : int, default=64
-    m, rows per step.
+    m, rows per step; a value above n is capped at n (one step = one pass; fitted:
+    ``batch_size_``).
 svrg_inner : "epoch" or int, default="epoch"
-    Iterations between SVRG snapshots ("epoch" = one pass).
-n_iter : "auto", int >= 0 or "K epochs", default="auto"
+    Iterations between SVRG snapshots ("epoch" = one pass). ``solver="svrg"`` only: another
+    value with "sgd" is a ValueError (it would be ignored).
+n_iter : "auto", int >= 1 or "K epochs", default="auto"
     Mini-batch steps per ``fit`` call. "auto" = 20 epochs, 20 ceil(n / m): with nu ~ 1/n the
     problem is ill-conditioned (condition number ~ n), so plain SGD needs many passes and is
     limited by optimisation before the features.
@@ -142,6 +144,8 @@ _RFF_ATTRS = """\
 solver_ : solvers.rff_sgd.RFFSGD
     Holds the weights ``w`` over the random features.
 reg_, eta0_, n_components_, bandwidth_ : the values used.
+batch_size_ : int
+    m used: ``batch_size``, at most n.
 n_iter_ : int
     Iterations so far.
 history_ : dict
@@ -166,6 +170,8 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
     _rules = {"solver": OneOf("sgd", "svrg"), "n_components": Int(1, "auto"), "reg": REG,
               "eta0": Real(0, "auto", strict=True), "batch_size": Int(1),
               "svrg_inner": Int(1, "epoch"), "n_iter": ITERS}
+    _used_only = {"svrg_inner": ("with solver='svrg'", ("solver",),
+                                 lambda p: p["solver"] == "svrg")}
 
     def __init__(self, loss=None, solver="sgd", n_components="auto", reg="auto", eta0="auto",
                  batch_size=64, svrg_inner="epoch", n_iter="auto", kernel="gaussian",
@@ -196,12 +202,13 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
             self.n_components_ = n_features_rule(n, self.n_components)
             blocks = FourierBlocks(self.kernel_, self.n_features_in_, self.n_components_,
                                    self.seed_, xp=xp, dtype=dtype)
-            per_epoch = -(-n // min(int(self.batch_size), n))
+            self.batch_size_ = min(int(self.batch_size), n)  # BatchStream caps it too
+            per_epoch = -(-n // self.batch_size_)
             inner = per_epoch if self.svrg_inner == "epoch" else int(self.svrg_inner)
             self.solver_ = RFFSGD(blocks, loss, Y.shape[1], alpha=self.reg_,
                                   solver=self.solver, eta0=self.eta0, inner=inner,
                                   X_sample=RFFSGD.sample_rows(X, self.seed_), xp=xp,
-                                  batch_size=min(int(self.batch_size), n))
+                                  batch_size=self.batch_size_)
             self.eta0_ = self.solver_.eta0
             self.history_ = {}
         xp = self._xp()
@@ -339,7 +346,8 @@ n_components : "auto" or int >= 1, default="auto"
     "auto" = max(500, ceil(sqrt(n) ln n)), at most n: the count with which Nyström ridge
     keeps the exact kernel's learning rate (Rudi, Camoriano & Rosasco, NIPS 2015); 500 keeps
     small sets from a needlessly coarse approximation. With m = n the fit is exact kernel
-    ridge. Fitted: ``n_components_``.
+    ridge; an integer above n is capped at n the same way (every row a landmark), so one
+    setting serves datasets of any size. Fitted: ``n_components_``.
 reg : "auto", float >= 0 or "x/n", default="auto"
     nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2, solved over the
     span of the landmarks; the ridge solved is scikit-learn's ``KernelRidge`` alpha = n nu.
@@ -640,8 +648,8 @@ bandwidth : "auto", "median", "median*<f>" or float, default="auto"
     sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
     the rule behind each"); fitted: ``bandwidth_``.
 epsilon : float, default=0.1
-    ``ExactSVMRegressor`` only (the classifier ignores it): half-width of SVR's
-    epsilon-insensitive tube, in the units of y. 0.1 is LIBSVM's and scikit-learn's default;
+    ``ExactSVMRegressor`` only (the classifier refuses another value: it would be ignored):
+    half-width of SVR's epsilon-insensitive tube, in the units of y. 0.1 is LIBSVM's and scikit-learn's default;
     for y scaled to unit variance it ignores residuals below a tenth of y's spread.
 tol : float, default=1e-3
     Stopping tolerance of LIBSVM's SMO solver (its KKT-violation bound); 1e-3 is LIBSVM's and
@@ -779,6 +787,8 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
         return self
 
     fit.__doc__ = _SVM_FIT.format(y="Class labels.")
+    _used_only = {"epsilon": ("by ExactSVMRegressor (the half-width of SVR's tube)", (),
+                              lambda p: False)}
 
     def decision_function(self, X):
         """LIBSVM's decision values, one-vs-rest shaped for several classes.
@@ -854,7 +864,8 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
         alpha_sel / n with alpha_sel from ``kernels.selection`` (chosen with the bandwidth);
         fitted: ``reg_``. The step is Pegasos' own 1 / (nu t).
     batch_size : int, default=32
-    n_iter : "auto", int >= 0 or "K epochs", default="auto"
+        Points per step; a value above n is capped at n (fitted: ``batch_size_``).
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
         Mini-batch steps per ``fit`` call; "auto" = 5 epochs, 5 ceil(n / batch_size) (Pegasos'
         error bound falls as 1 / (nu t): a few passes suffice at the selected nu).
 {doc_indent(_COMMON_KERNEL)}
@@ -872,6 +883,8 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
     reg_, bandwidth_ : the values used.
     n_support_ : int
         Training points with a non-zero coefficient.
+    batch_size_ : int
+        Points per step used: ``batch_size``, at most n.
     n_iter_ : int
     history_ : dict
         Per-iteration records: iter, time, objective (batch hinge loss).
@@ -928,6 +941,7 @@ class PegasosClassifier(_IterativeMixin, ClassifierTargets, ClassifierMixin, Ker
         stream = BatchStream(self.solver_.X, np.arange(int(X.shape[0])),
                              batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
                              dtype=np.dtype(self.dtype_), check_finite=False)
+        self.batch_size_ = stream.batch_size  # capped at n
         self._train(stream, stream.batch, "Pegasos", "set a larger reg")
         self.n_support_ = int((self.solver_.xp.abs(self.solver_.a).sum(axis=1) > 0).sum())
         return self
@@ -951,8 +965,8 @@ schedule : {"constant", "invsqrt"}, default="constant"
 budget : int, default=1000
     At most this many kernel terms in the expansion (the oldest are dropped).
 batch_size : int, default=8
-    Points per step.
-n_iter : "auto", int >= 0 or "K epochs", default="auto"
+    Points per step; a value above n is capped at n (fitted: ``batch_size_``).
+n_iter : "auto", int >= 1 or "K epochs", default="auto"
     Mini-batch steps per ``fit`` call; "auto" = 3 epochs, 3 ceil(n / batch_size) (with the
     constant step the truncated expansion forgets all but the last ``budget`` points, so more
     passes do not help).
@@ -975,6 +989,8 @@ _NORMA_ATTRS = """\
 solver_ : solvers.norma.NORMA
     The truncated expansion (centres, coefficients).
 reg_, bandwidth_ : the values used.
+batch_size_ : int
+    Points per step used: ``batch_size``, at most n.
 n_iter_ : int
 history_ : dict
     Per-iteration records: iter, time, objective (batch loss), step.
@@ -1035,6 +1051,7 @@ class _NORMABase(_IterativeMixin, KernelEstimatorBase):
         dtype = np.dtype(self.dtype_)
         stream = BatchStream(X, Y, batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
                              dtype=dtype, window_rows=self.engine_.window_rows)
+        self.batch_size_ = stream.batch_size  # capped at n
 
         def batches(t):
             Xb, Yb = stream.batch(t)

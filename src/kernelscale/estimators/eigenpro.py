@@ -25,7 +25,7 @@ from ._kernel_common import (
     KernelEstimatorBase,
     RegressorTargets,
 )
-from ._params import ITERS, Int, OneOf, Real, steps
+from ._params import CONFIG_ONLY, ITERS, Int, OneOf, Real, steps
 
 METHODS = ("kernel", "rff")
 DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # paper 004 §6: tau = 1 primal/kernel, 1/4 for RF
@@ -47,22 +47,27 @@ n_eigenvectors : int, default=160
     lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``; the value used is
     ``n_eigenvectors_``); 0 runs the same loop without a preconditioner (plain SGD).
 subsample_size : int, default=4800
-    M, rows whose eigensystem estimates the preconditioner (paper: 4800).
+    M, rows whose eigensystem estimates the preconditioner (paper: 4800); a value above n is
+    capped at n (all rows; fitted: ``subsample_size_``).
 tau : "auto" or float in (0, 1], default="auto"
-    Damping; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
+    Damping of the preconditioner; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
+    With ``n_eigenvectors=0`` there is no preconditioner: another value is a ValueError.
 batch_size : "auto" or int, default="auto"
-    m, or "auto" = min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (§4; 256 is the
-    paper's m for every method, §6 - plain SGD's m* is ~1-2), evened out over the epoch
+    m (an integer above n is capped at n; fitted: ``batch_size_``), or "auto" =
+    min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (§4; 256 is the paper's m for
+    every method, §6 - plain SGD's m* is ~1-2), evened out over the epoch
     (``solvers.eigenpro.choose_batch_and_step``). A shorter last batch gets the (S1) step of
     its own size.
 eta : "auto" or float, default="auto"
     Step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see ``preconditioners``).
-n_iter : "auto", int >= 0 or "K epochs", default="auto"
+n_iter : "auto", int >= 1 or "K epochs", default="auto"
     Iterations (mini-batch steps) per ``fit`` call. "auto" = 10 epochs, 10 ceil(n / m): the
     paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
     (pipeline's) held-out curve.
 n_components : int, default=2000
-    D, random features for ``method="rff"``.
+    D, random features for ``method="rff"``; ignored with "kernel" (scikit-learn's estimator
+    checks set it on every estimator that has it). The pipeline's config check refuses it for
+    the kernel method (``eigenpro: {params: {n_components: ...}}``).
 eig_method : {"auto", "eigh", "randomized"}, default="auto"
     Top-k eigensystem of the subsample.
 warm_start : bool, default=False
@@ -81,6 +86,8 @@ _EP_ATTRS = """\
 solver_ : solvers.eigenpro.KernelEigenPro or RFFEigenPro
 batch_size_ : int
     m used.
+subsample_size_ : int
+    M used: ``subsample_size``, at most n.
 eta_ : float
     Step size used.
 n_eigenvectors_ : int
@@ -129,6 +136,10 @@ class _EigenProBase(KernelEstimatorBase):
               "batch_size": Int(1, "auto"), "eta": Real(0, "auto", strict=True),
               "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
               "n_components": Int(1), "eig_method": OneOf("auto", "eigh", "randomized")}
+    _used_only = {"n_components": ("with method='rff'", ("method",),
+                                   lambda p: p["method"] == "rff", CONFIG_ONLY),
+                  "tau": ("with n_eigenvectors >= 1, to damp the preconditioner",
+                          ("n_eigenvectors",), lambda p: p["n_eigenvectors"] != 0)}
 
     def _setup(self, X, Y):
         self._validate_params()
@@ -146,6 +157,7 @@ class _EigenProBase(KernelEstimatorBase):
             self.solver_ = RFFEigenPro(blocks, X, Y.shape[1], **common)
         p = self.solver_.precond
         self.batch_size_, self.eta_ = self.solver_.batch_size, self.solver_.eta
+        self.subsample_size_ = min(int(self.subsample_size), int(X.shape[0]))  # as sampled
         self.n_eigenvectors_, self.beta_ = p.k, p.beta
         self.lambda_top_, self.lambda_next_ = p.lam_top, p.lam_next
         self.history_ = {}

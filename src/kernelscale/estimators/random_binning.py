@@ -93,7 +93,8 @@ n_iter : int >= 1, default=1000
 precondition : bool, default=False
     Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features). False,
     the paper's plain CG: Jacobi helps at loose tolerances but can need more iterations at
-    tight ones (``solvers.rb_cg``). Ignored by "cd".
+    tight ones (``solvers.rb_cg``). "cg" only: True with "cd" is a ValueError (it would be
+    ignored).
 random_state : int, RandomState or None, default=None
     Seed of the grids (grid r is regenerated from (seed, r)), of CD's coordinate order and of
     the "auto" / "median" selection's subsample.
@@ -155,6 +156,8 @@ class _RBBase(KernelscaleEstimator):
 
     _rules = {"solver": OneOf(*SOLVERS), "n_components": Int(1), "reg": REG,
               "tol": Real(0), "n_iter": Int(1), "precondition": BOOL}
+    _used_only = {"precondition": ("with solver='cg'", ("solver",),
+                                   lambda p: p["solver"] == "cg")}
 
     def __init__(self, kernel="laplacian", bandwidth="auto", n_components=256, reg="auto",
                  solver="cg", loss="square", tol=1e-4, n_iter=1000, precondition=False,

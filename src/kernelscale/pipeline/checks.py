@@ -2,12 +2,13 @@
 before anything runs: one line per problem, naming the key, the value and what is expected.
 
 Parameter values are checked by the estimators' own rules (``estimators._params``: the
-``_rules`` that ``fit`` applies, and the one-line error for a former name such as ``alpha``),
-here before the data are opened. The pipeline adds one rule of its own: a count of 0 is legal in
-the library but nonsense in a run (``n_iter: 0`` fits nothing and still reports a metric). Sizes
-are checked too: ``block_size: 1e8`` or ``n_components: 1e8`` would only run out of memory a
-minute into the job; :func:`size_errors` compares a lower bound of the largest arrays the method
-must hold with this machine's memory (or the job's limit) up front.
+``_rules`` that ``fit`` applies, parameters that the other settings leave unused, and the
+one-line error for a former name such as ``alpha``), here before the data are opened. The
+pipeline adds one rule of its own: a parameter that the algorithm's name fixes
+(``registry.PRESETS``: ``rff_sgd`` with ``solver: svrg``) is refused, not run under a name that
+says otherwise. Sizes are checked too: ``block_size: 1e8`` or ``n_components: 1e8`` would
+only run out of memory a minute into the job; :func:`size_errors` compares a lower bound of the
+largest arrays the method must hold with this machine's memory (or the job's limit) up front.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 import math
 import os
 
-# counts that the library allows to be 0 and a pipeline run does not (0 steps fits nothing)
-RUN_COUNTS = ("n_iter",)
 SPEC_KEYS = ("estimator", "params", "device", "segments", "step_test_rows", "resources")
 DEVICES = ("auto", "cpu", "gpu")
 
@@ -109,10 +108,12 @@ def size_errors(where: str, estimator: str, params: dict, n_train: int | None = 
 
 
 def spec_errors(where: str, spec, n_train: int | None = None, d: int | None = None,
-                limit_bytes: int | None = None) -> list[str]:
+                limit_bytes: int | None = None, kinds=None) -> list[str]:
     """Problems of one algorithm entry (``where`` is its key path, e.g. ``algorithms.dsg`` or
     ``--spec``): mapping shapes, a registered estimator, known parameter names, numbers in range,
-    sizes that fit in memory. Task compatibility is checked where the task is known."""
+    sizes that fit in memory. Task compatibility is checked where the task is known; ``kinds``
+    ("classification" / "regression"), when known, are the tasks the entry runs on: a parameter
+    is then refused if any of their estimators refuses it, not only if all do."""
     from . import registry
 
     if not isinstance(spec, dict):
@@ -144,7 +145,7 @@ def spec_errors(where: str, spec, n_train: int | None = None, d: int | None = No
     if not _is_int(step_rows) or step_rows < 0:
         errors.append(f"{where}.step_test_rows: {step_rows!r} must be an integer >= 0 "
                       "(0: the whole test set)")
-    errors += param_errors_of(where, est, params)
+    errors += param_errors_of(where, est, params, kinds)
     params = {k: _as_int(v) for k, v in params.items()}
     if not errors:
         errors += size_errors(where, est, params, n_train, d, limit_bytes, segments)
@@ -158,18 +159,45 @@ def _as_int(value):
     return value
 
 
-def param_errors_of(where: str, est: str, params: dict) -> list[str]:
-    """One line per parameter of algorithm ``est`` outside its estimator's rules (the rules
-    ``fit`` applies; ``estimators._params``), plus the pipeline's own: counts >= 1."""
-    from ..engine import as_options
-    from ..estimators._params import param_errors
+def _fixed_by_name(est: str, name: str, value):
+    """The problem when ``value`` contradicts the value of ``name`` that algorithm ``est``'s
+    name fixes (``registry.PRESETS``, save ``registry.ADJUSTABLE``), else None."""
+    from ..estimators._params import same_value
     from . import registry
 
+    preset = registry.PRESETS.get(est, {})
+    if (name not in preset or name in registry.ADJUSTABLE.get(est, ())
+            or same_value(value, preset[name])):
+        return None
+    others = [a for a in sorted(registry.ALGORITHMS) if a != est
+              and registry.ALGORITHMS[a] == registry.ALGORITHMS[est]
+              and same_value(registry.PRESETS.get(a, {}).get(name, value), value)
+              and all(same_value(registry.PRESETS.get(a, {}).get(k), v)
+                      for k, v in preset.items() if k != name)]
+    use = f"; use estimator: {others[0]}" if others else ""
+    return (f"{value!r} contradicts the algorithm {est} ({name}={preset[name]!r} is what its "
+            f"name means){use}")
+
+
+def param_errors_of(where: str, est: str, params: dict, kinds=None) -> list[str]:
+    """One line per parameter of algorithm ``est`` outside its estimator's rules (the rules
+    ``fit`` applies; ``estimators._params``), set although the other settings (the algorithm's
+    preset included) leave it unused, or contradicting what the algorithm's name fixes.
+    ``kinds``: the tasks the entry runs on, when known (see ``spec_errors``)."""
+    from ..engine import as_options
+    from ..estimators._params import param_errors, unused_errors
+    from . import registry
+
+    run = [k for k in registry.ALGORITHMS[est] if kinds is None or k in kinds]
     try:
-        classes = [registry.estimator_class(est, kind) for kind in registry.ALGORITHMS[est]]
+        classes = [registry.estimator_class(est, kind) for kind in run or registry.ALGORITHMS[est]]
     except ImportError:  # optional dependency missing: the estimator reports it at fit
         return []
+    # with the tasks known, every class listed runs: one refusing is enough
+    enough = 1 if kinds is not None and run else len(classes)
     errors = []
+    preset = registry.PRESETS.get(est, {})
+    with_preset = {**preset, **{k: _as_int(v) for k, v in params.items()}}
     for name, value in params.items():
         key = f"{where}.params.{name}"
         if name == "engine":
@@ -183,14 +211,19 @@ def param_errors_of(where: str, est: str, params: dict) -> list[str]:
                               f"{opts['device']}), which also asks the scheduler for a GPU")
             continue
         value = _as_int(value)
+        fixed = _fixed_by_name(est, name, value)
+        if fixed:
+            errors.append(f"{key}: {fixed}")
+            continue
         problems = [p for cls in classes for p in param_errors(cls, {name: value})]
-        if problems and len(problems) == len(classes):  # wrong for every task the entry does
+        if not problems:  # valid alone: is it used with the others (and the preset)?
+            problems = [p for cls in classes
+                        for p in unused_errors(cls, with_preset, given=(name,))]
+        if problems and len(problems) >= enough:  # wrong for every task (or one that runs)
             problem = problems[0][1]
             if problem.startswith("unknown parameter"):
                 problem = problem.replace("unknown parameter", f"unknown parameter for {est}", 1)
             errors.append(f"{key}: {problem}")
-        elif name in RUN_COUNTS and value == 0:
-            errors.append(f"{key}: 0 must be an integer >= 1 (a run of 0 steps fits nothing)")
     return errors
 
 
@@ -212,6 +245,15 @@ def config_errors(config: dict) -> list[str]:
     errors = []
     from . import registry
 
+    kinds: dict[str, set] = {}  # the tasks each algorithm runs on
+    for exp in config.get("experiments") or []:
+        for a in exp.get("algorithms", []) if isinstance(exp, dict) else []:
+            for name in exp.get("datasets", []):
+                task = (datasets.get(name) or {}).get("task") if isinstance(
+                    datasets.get(name), dict) else None
+                if task:
+                    kinds.setdefault(a, set()).add(
+                        "regression" if task == "regression" else "classification")
     shared = config.get("params") or {}
     run = {a for exp in config.get("experiments") or [] if isinstance(exp, dict)
            for a in exp.get("algorithms", [])}
@@ -226,7 +268,7 @@ def config_errors(config: dict) -> list[str]:
             inherited = [k for k in shared if k not in own]
             spec = {**spec, "params": {**shared, **own}}
         n, dd = largest.get(name, (None, None))
-        for e in spec_errors(f"algorithms.{name}", spec, n, dd):
+        for e in spec_errors(f"algorithms.{name}", spec, n, dd, kinds=kinds.get(name)):
             for k in inherited:  # a shared parameter: name the key the user wrote
                 e = e.replace(f"algorithms.{name}.params.{k}:",
                               f"params.{k} (shared, given to algorithms.{name}):")

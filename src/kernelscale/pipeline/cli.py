@@ -236,16 +236,16 @@ def _cmd_check_config(a) -> None:
     # several files are merged as `snakemake --configfile A B` merges them; errors name the file
     from snakemake.utils import update_config
 
-    from .plan import check, schema_error_line, set_config_files
+    from .plan import check, load_config_checked, schema_error_line, set_config_files
 
     config = {}
     for f in a.configfile:
-        part = load_yaml(f)  # a syntax error names the file, line and column
-        if part is None:
-            part = {}
-        if not isinstance(part, dict):
-            raise UserError(f"{f}: expected a mapping (datasets:, algorithms:, "
-                            f"experiments:, ...) at the top level, got {type(part).__name__}")
+        # missing, syntax error (file:line:column), empty or not a mapping: one line naming the
+        # file (snakemake refuses an empty --configfile too)
+        try:
+            part = load_config_checked(f)
+        except ValueError as e:
+            raise UserError(str(e)) from None
         update_config(config, part)
     set_config_files(a.configfile, a.configfile)
     schema_path = Path(a.schema)

@@ -101,6 +101,20 @@ def load_yaml_checked(path):
         raise ValueError(str(e)) from None
 
 
+def load_config_checked(path) -> dict:
+    """A config file's mapping; ``ValueError`` with one line naming the file when it is missing,
+    not valid YAML, empty or not a mapping (Snakemake's own messages for these span several lines
+    and name the Snakefile instead of the config file)."""
+    content = load_yaml_checked(path)
+    if content is None:
+        raise ValueError(f"{path}: the file is empty; expected a mapping with datasets:, "
+                         "algorithms: and experiments:")
+    if not isinstance(content, dict):
+        raise ValueError(f"{path}: expected a mapping (datasets:, algorithms:, experiments:, "
+                         f"...) at the top level, got {type(content).__name__}")
+    return content
+
+
 def semantic_errors(config: dict) -> list[str]:
     """Problems a schema cannot see: names that do not resolve, tasks an algorithm cannot do."""
     from . import registry
@@ -149,12 +163,45 @@ def semantic_errors(config: dict) -> list[str]:
                     errors.append(f"{config_file_of(('experiments', i))}: "
                                   f"experiments.{i}: algorithm {a!r} does not do "
                                   f"{task} (dataset {d!r})")
+    errors += missing_file_errors(config)
     from .checks import config_errors  # parameter values and sizes (n_iter: 0, block_size: 1e8)
 
     errors += config_errors(config)
     if not runs(config) and not errors:
         errors.append(f"{config_file_of(('experiments',))}: experiments: no (dataset, "
                       "algorithm, seed) to run")
+    return errors
+
+
+def missing_file_errors(config: dict, workdir=".") -> list[str]:
+    """One line per local file (``path:``, ``labels_path:``, ...) of a dataset an experiment runs
+    that is not there: found before the DAG is built, instead of Snakemake's MissingInputException
+    for rule prepare. Relative paths are relative to ``workdir`` (the workflow's working
+    directory), as prepare reads them."""
+    from pathlib import Path
+
+    from .data.spec import FILE_ROLES
+
+    datasets = config.get("datasets") or {}
+    errors = []
+    for name in run_datasets(config):
+        spec = datasets.get(name)
+        if not isinstance(spec, dict):
+            continue  # an unknown or malformed entry is reported by its own check
+        if spec.get("optional"):
+            continue  # left out of the runs with one line (``skip_missing_datasets``)
+        for role in FILE_ROLES:
+            given = spec.get(f"{role}path")
+            if not isinstance(given, str):
+                continue
+            path = Path(given).expanduser()
+            full = path if path.is_absolute() else Path(workdir).resolve() / path
+            if full.is_file():
+                continue
+            what = "is a folder, expected a file" if full.is_dir() else "no such file"
+            where = "" if path.is_absolute() else f" (relative to {Path(workdir).resolve()})"
+            errors.append(f"{config_file_of(('datasets', name, f'{role}path'))}: "
+                          f"datasets.{name}.{role}path: {given}: {what}{where}")
     return errors
 
 
@@ -184,8 +231,9 @@ def run_datasets(config: dict) -> list[str]:
 
 
 def missing_local_files(config: dict) -> dict[str, list[str]]:
-    """Datasets of the config's runs whose local (``path:``) files are not there, e.g. the
-    papers' licensed data (TIMIT, ImageNet features): name -> the missing paths."""
+    """Datasets marked ``optional: true`` among the config's runs whose local (``path:``) files
+    are not there, e.g. the papers' licensed data (TIMIT, ImageNet features): name -> the
+    missing paths. (A missing file of any other dataset is an error: ``missing_file_errors``.)"""
     from pathlib import Path
 
     from .data.spec import FILE_ROLES
@@ -193,6 +241,8 @@ def missing_local_files(config: dict) -> dict[str, list[str]]:
     out = {}
     for name in run_datasets(config):
         spec = (config.get("datasets") or {}).get(name) or {}
+        if not spec.get("optional"):
+            continue
         missing = [str(spec[f"{role}path"]) for role in FILE_ROLES if f"{role}path" in spec
                    and not Path(spec[f"{role}path"]).expanduser().exists()]
         if missing:
@@ -379,6 +429,61 @@ def conda_env(config: dict, name: str, basedir) -> str:
     """envs/gpu.yaml for algorithms on the GPU, envs/cpu.yaml otherwise (for --sdm conda)."""
     kind = "gpu" if config["algorithms"][name].get("device", "auto") == "gpu" else "cpu"
     return f"{basedir}/envs/{kind}.yaml"
+
+
+# ----------------------------------------------------------------------------- read-only outputs
+def _nearest_existing(path):
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def unwritable_output_line(config: dict, workdir=".") -> str | None:
+    """One line when the workflow cannot write where its jobs write, else None.
+
+    Checked from the Snakefile before the DAG is built: Snakemake itself finds a read-only
+    ``results/`` only then (ProtectedOutputException, ~30 lines) or when a job starts
+    (``Failed to create output directory``), after other jobs may have written their outputs.
+    Places: ``results/`` and every folder in it (not inside Zarr stores, which prepare replaces
+    whole), the MLflow SQLite file of ``tracking.uri`` and the download cache when a dataset is
+    downloaded. A place that does not exist yet needs its nearest existing parent writable. A
+    single read-only file in a writable folder is left to Snakemake: write-protecting an output
+    is its way of keeping a result from being re-made."""
+    import os
+    from pathlib import Path
+
+    work = Path(workdir).resolve()
+    places = [work / "results"]
+    uri = tracking(config)["uri"]
+    if uri.startswith("sqlite:///"):  # sqlite:///rel/path or sqlite:////abs/path
+        places.append(work / uri[len("sqlite:///"):])
+    if any("url" in (config.get("datasets") or {}).get(d, {}) for d in run_datasets(config)):
+        from .data.download import cache_dir
+
+        places.append(work / cache_dir())
+    bad = []
+    for place in places:
+        if not place.exists():
+            parent = _nearest_existing(place.parent)
+            if not os.access(parent, os.W_OK | os.X_OK):
+                bad.append(parent)
+            continue
+        if place.is_file():
+            bad += [p for p in (place, place.parent) if not os.access(p, os.W_OK)]
+            continue
+        for folder, subfolders, _ in os.walk(place):
+            subfolders[:] = sorted(d for d in subfolders if not d.endswith(".zarr"))
+            if not os.access(folder, os.W_OK | os.X_OK):
+                bad.append(Path(folder))
+    if not bad:
+        return None
+    bad = list(dict.fromkeys(bad))
+    shown = [str(p.relative_to(work)) if p.is_relative_to(work) else str(p) for p in bad]
+    kind = "file" if bad[0].is_file() else "folder"
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    return (f"kernelscale: {shown[0]}: read-only {kind}{more} where the workflow writes; "
+            "nothing has run: make it writable (chmod -R u+w, or chattr -R -i as root) or run "
+            "in another directory")
 
 
 # ----------------------------------------------------------------------------- stale locks

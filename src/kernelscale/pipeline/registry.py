@@ -95,6 +95,9 @@ PRESETS: dict[str, dict] = {
     "rff_sgd": {"solver": "sgd"},
     "rff_svrg": {"solver": "svrg"},
 }
+# Preset values an entry's params may change; the others are what the name means (the config
+# check refuses rff_sgd with solver: svrg rather than run SVRG under the name rff_sgd).
+ADJUSTABLE: dict[str, tuple[str, ...]] = {"rb_cd": ("reg",)}
 
 
 def register(name: str, classification: str | None = None, regression: str | None = None,
