@@ -69,7 +69,7 @@ loss : str or None, default=None
 loss_params : dict or None, default=None
     The loss's parameters (epsilon, delta, tau, nu_o).
 batch_size : int, default=256
-    B, points per iteration.
+    B, points per iteration; at most n (the value used is ``batch_size_``).
 block_size : int, default=256
     F, random features per new block.
 n_iter : "auto", int >= 1 or "K epochs", default="auto"
@@ -182,6 +182,13 @@ class _DSGBase(KernelscaleEstimator):
               "t0": Real(0, strict=True), "n_new": Int(1), "n_reuse": Int(0),
               "precondition": OneOf("auto", True, False, "eigenpro"),
               "max_step_ratio": Real(0, strict=True, none=True)}
+    _used_only = {
+        "n_new": ("by variant='udsg'", ("variant",), lambda p: p["variant"] == "udsg"),
+        "n_reuse": ("by variant='udsg'", ("variant",), lambda p: p["variant"] == "udsg"),
+        "max_step_ratio": ("by variant='cdsg'", ("variant",), lambda p: p["variant"] == "cdsg"),
+        "t0": ("by step_schedule 'inverse' or 'inverse_sqrt'", ("step_schedule",),
+               lambda p: p["step_schedule"] in ("inverse", "inverse_sqrt")),
+    }
 
     def _loss_name(self, n_classes=None):
         return self.loss or self._default_loss
@@ -197,11 +204,14 @@ class _DSGBase(KernelscaleEstimator):
         self.kernel_, alpha = auto_kernel(self, X, Y, self.reg == "auto")
         self.bandwidth_ = self.kernel_.bandwidth
         self.reg_ = reg_and_ridge(self.reg, n, alpha)[0]
-        self._per_epoch = -(-n // int(self.batch_size))
-        self.n_iter_per_fit_ = (auto_iterations(n, int(self.batch_size)) if self.n_iter == "auto"
+        # the stream cuts batches of at most n rows: what "auto" decides below is decided on
+        # the batch that runs (B = 256 on 100 rows runs batches of 100)
+        self.batch_size_ = min(int(self.batch_size), n)
+        self._per_epoch = -(-n // self.batch_size_)
+        self.n_iter_per_fit_ = (auto_iterations(n, self.batch_size_) if self.n_iter == "auto"
                                 else steps(self.n_iter, self._per_epoch, 1))
         if self.precondition == "auto":
-            regression = "eigenpro" if int(self.batch_size) >= EIGENPRO_MIN_BATCH else False
+            regression = "eigenpro" if self.batch_size_ >= EIGENPRO_MIN_BATCH else False
             precondition = {"classification": True, "regression": regression}.get(loss.task,
                                                                                  False)
         else:
