@@ -110,5 +110,5 @@ def test_noise_cap_only_binds_for_kernels_that_cannot_learn():
         est = DSGRegressor(bandwidth=bandwidth, reg=1e-6, precondition=False, n_iter=1,
                            random_state=0).fit(X, y)
         solver = est.solver_
-        auto, cap = solver._auto_eta0(Xb), solver._noise_cap(Xb, solver.horizon)
+        auto, cap = solver._auto_eta0(Xb), solver._noise_cap(Xb, y[:256, None], solver.horizon)
         assert (cap < auto) == cap_binds, (bandwidth, auto, cap)
