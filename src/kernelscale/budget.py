@@ -85,8 +85,7 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
     batch_size, block_size : rows per batch and random features per block (the feature matrix is
         batch_size x block_size).
     model_dtype : dtype the solver computes in (default ``dtype``).
-    chunk_rows : on-disk rows per chunk; decoding costs whole chunks, and a window that is a whole
-        number of chunks avoids decoding a chunk twice.
+    chunk_rows : on-disk rows per chunk; zarr decodes a whole chunk to read any of its rows.
     n_rows : rows of X; the window never exceeds it.
     work_bytes : the batch working set when the solver knows it better than ``batch_bytes``
         (DSG: its feature matrix is a group of blocks, ``solvers.dsg.group_bytes``).
@@ -108,11 +107,12 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
             f"rows x {n_features} features ({np.dtype(dtype).name}) with block_size={block_size}"
             + (f" and {chunk_rows}-row chunks" if chunk_rows else "")
             + f" needs at least {need:.2f} MB")
-    if n_rows is not None:
-        rows = min(rows, max(int(n_rows), batch_size))
-    if chunk_rows and rows >= chunk_rows:
-        rows -= rows % int(chunk_rows)  # whole chunks: each chunk is decoded once per epoch
-    rows -= rows % int(batch_size)      # whole batches (BatchStream would round down anyway)
+    if n_rows is not None and rows >= n_rows:
+        rows = int(n_rows)  # one window of all rows: a permutation of the whole data
+    else:
+        # whole batches (BatchStream would round down anyway); not whole chunks: a window is
+        # made of pieces smaller than a chunk (stream.PIECES_PER_WINDOW), never of whole chunks
+        rows -= rows % int(batch_size)
     return WindowPlan(int(rows), int(rows * per_row), int(work), int(chunk), budget)
 
 

@@ -23,8 +23,9 @@ dtype : {"float64", "float32"}, default "float64"
 memory_budget : float (MB) or None, default None
     Bound on what reading on-disk X may hold (``kernelscale.budget``); picks ``window_rows``.
 window_rows : int or None, default None
-    Rows a streaming estimator reads per shuffle window (``stream.BatchStream``); None: all
-    rows of in-memory X, a chunk-aligned window of on-disk X (or the budget's choice).
+    Rows a streaming estimator holds per shuffle window (``stream.BatchStream``: pieces drawn
+    from all over X, so the storage order does not matter); None: all rows of in-memory X,
+    ``max(batch_size, chunk rows)`` of on-disk X (or the budget's choice).
 chunk_rows : int or None, default None
     Rows per sequential pass chunk (Nyström's normal equations, RB's binning); None: the
     estimator's own default (8192 / 65536).

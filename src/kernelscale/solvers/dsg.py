@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import synchronize
+from ..backend import synchronize, to_numpy
 from ..kernels import FourierBlocks, Kernel
 from ..losses import Loss
 from ..rng import block_generator
@@ -72,6 +72,11 @@ def group_bytes(xp) -> int:
     """Feature-matrix bytes per group of blocks in ``DSGModel.decision`` on namespace ``xp``."""
     return GROUP_BYTES if xp is np else GPU_GROUP_BYTES
 RIDGE_FACTOR = 0.01
+# the block Newton step is a ridge regression of the batch's residual on the block's F features;
+# its ridge keeps the effective degrees of freedom tr(C (C + lambda I)^-1) at most this share of
+# the batch, so that the step does not interpolate the batch (at B = F and small reg it did:
+# train R^2 -0.5, or divergence, on make_friedman1; issue 25)
+NEWTON_DF_SHARE = 0.5
 DIVERGED = 1e4  # batch objective over its first value that stops a run as diverged
 # a run whose smoothed batch objective stays above this multiple of the objective of f = 0
 # (its first batch) has learned a function worse than predicting nothing: stopped with an error
@@ -238,6 +243,7 @@ class DSGSolver:
     obj_avg = None
     zero_avg = None
     horizon = 0
+    newton_ridge = None
 
     def __init__(self, model: DSGModel, kernel: Kernel, loss: Loss, config: DSGConfig, seed: int):
         self.model = model
@@ -374,6 +380,25 @@ class DSGSolver:
             cap = min(cap, 0.5 / cfg.reg)
         return k, float(min(eta[k], cap))
 
+    def _newton_ridge(self, cov, batch: int) -> float:
+        """Smallest ridge lambda with tr(C (C + lambda I)^-1) <= NEWTON_DF_SHARE * B for the first
+        block's covariance C = phi^T phi / B (fixed for the run: every block has the same
+        spectrum in law). A ridge fit with df degrees of freedom on B rows inflates its
+        off-batch error by about (1 - df / B)^-2 (generalized cross-validation): at df -> B
+        (F >= B, reg -> 0) the Newton step interpolates the batch and its noise has no bound."""
+        e = np.clip(to_numpy(self.model.xp.linalg.eigvalsh(cov)).astype(np.float64), 0, None)
+        target = NEWTON_DF_SHARE * batch
+        df = lambda lam: float(np.sum(e / (e + lam)))  # noqa: E731
+        if np.count_nonzero(e > 0) <= target or e.max() <= 0:
+            return 0.0
+        lo, hi = 0.0, float(e.max())
+        while df(hi) > target:
+            lo, hi = hi, 2 * hi
+        for _ in range(60):  # bisection on a monotone df
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if df(mid) > target else (lo, mid)
+        return hi
+
     def _block_variance(self, Z, X) -> float:
         """sigma_k^2: mean over x of Var_x'[phi_k(x)^T phi_k(x') - k(x, x')] on up to 64 batch rows."""
         n = min(64, X.shape[0])
@@ -417,7 +442,10 @@ class DSGSolver:
         elif cfg.precondition:
             cov = Z.T @ Z
             cov /= X.shape[0]
-            ridge = cfg.reg + RIDGE_FACTOR * float(xp.trace(cov)) / X.shape[0]
+            if self.newton_ridge is None:
+                self.newton_ridge = self._newton_ridge(cov, X.shape[0])
+            ridge = max(cfg.reg + RIDGE_FACTOR * float(xp.trace(cov)) / X.shape[0],
+                        self.newton_ridge)
             cov[xp.diag_indices_from(cov)] += ridge
             grad = xp.linalg.solve(cov, grad)
         model.coef[k] -= (step / model.scale) * grad
