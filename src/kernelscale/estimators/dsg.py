@@ -571,7 +571,7 @@ class DSGOneClass(OutlierMixin, _DSGBase):
     >>> from sklearn.datasets import make_blobs
     >>> from kernelscale.estimators.dsg import DSGOneClass
     >>> X, _ = make_blobs(n_samples=200, n_features=2, centers=1, random_state=0)
-    >>> det = DSGOneClass(n_iter=20, batch_size=32, block_size=32, random_state=0).fit(X)
+    >>> det = DSGOneClass(n_iter=40, batch_size=32, block_size=32, random_state=0).fit(X)
     >>> sorted(set(det.predict(X).tolist()))
     [-1, 1]
     """
