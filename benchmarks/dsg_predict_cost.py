@@ -7,9 +7,10 @@ rows, estimator defaults (B = F = 256), warm-started segments of 50 iterations:
 """
 import time
 
-import numpy as np
 from sklearn.datasets import make_classification
+
 from kernelscale.estimators.dsg import DSGClassifier
+
 X, y = make_classification(n_samples=50000, n_features=20, n_informative=10, random_state=0)
 X = (X - X.mean(0)) / X.std(0)
 Xtr, ytr, Xte = X[:40000], y[:40000], X[40000:]
