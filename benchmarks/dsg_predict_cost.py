@@ -8,7 +8,6 @@ rows, estimator defaults (B = F = 256), warm-started segments of 50 iterations:
 
 import time
 
-import numpy as np
 from sklearn.datasets import make_classification
 
 from kernelscale.estimators.dsg import DSGClassifier
@@ -35,5 +34,4 @@ def main():
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     main()
