@@ -151,6 +151,18 @@ def _row_pieces(A, lo: int, hi: int):
         a = b
 
 
+def _zarr_out_buffer(A, out: np.ndarray, method: str):
+    """zarr 3's NDBuffer class when ``A.<method>`` can decode straight into numpy ``out``
+    (same dtype, C-contiguous); None otherwise (not zarr, zarr 2, a dtype conversion)."""
+    if not (hasattr(A, method) and out.dtype == A.dtype and out.flags.c_contiguous):
+        return None
+    try:
+        from zarr.core.buffer.cpu import NDBuffer
+    except ImportError:  # zarr 2: no out= for numpy buffers
+        return None
+    return NDBuffer
+
+
 def read_rows_into(A, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
     """Rows lo..hi-1 of an on-disk array written into the preallocated numpy ``out`` (returned).
 
@@ -160,14 +172,10 @@ def read_rows_into(A, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
     """
     if out.shape[0] != hi - lo:
         raise ValueError(f"output buffer has {out.shape[0]} rows for rows {lo}..{hi}")
-    if hasattr(A, "get_basic_selection") and out.dtype == A.dtype and out.flags.c_contiguous:
-        try:
-            from zarr.core.buffer.cpu import NDBuffer
-        except ImportError:  # zarr 2: no out= for numpy buffers
-            NDBuffer = None
-        if NDBuffer is not None:
-            A.get_basic_selection(slice(lo, hi), out=NDBuffer.from_numpy_array(out))
-            return out
+    NDBuffer = _zarr_out_buffer(A, out, "get_basic_selection")
+    if NDBuffer is not None:
+        A.get_basic_selection(slice(lo, hi), out=NDBuffer.from_numpy_array(out))
+        return out
     if hasattr(A, "read_direct") and out.dtype == A.dtype:
         A.read_direct(out, np.s_[lo:hi])
         return out
@@ -184,19 +192,14 @@ def read_runs_into(A, runs: np.ndarray, out: np.ndarray) -> np.ndarray:
     chunk once (a window of small data takes several pieces of one chunk; each read has a fixed
     cost of about a millisecond besides the decoding). Other arrays: run by run.
     """
-    step = chunk_rows_of(A) if hasattr(A, "get_orthogonal_selection") else None
-    NDBuffer = None
-    if step and out.dtype == A.dtype and out.flags.c_contiguous:
-        try:
-            from zarr.core.buffer.cpu import NDBuffer
-        except ImportError:  # zarr 2: no out= for numpy buffers
-            NDBuffer = None
+    NDBuffer = _zarr_out_buffer(A, out, "get_orthogonal_selection")
+    step = chunk_rows_of(A) if NDBuffer is not None else None
     sizes = runs[:, 1] - runs[:, 0]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     i = 0
     while i < len(runs):
         j = i + 1
-        if NDBuffer is not None and (runs[i, 1] - 1) // step == runs[i, 0] // step:
+        if step and (runs[i, 1] - 1) // step == runs[i, 0] // step:
             chunk = runs[i, 0] // step
             while j < len(runs) and runs[j, 0] // step == chunk and (runs[j, 1] - 1) // step == chunk:
                 j += 1

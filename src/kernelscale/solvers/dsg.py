@@ -389,7 +389,7 @@ class DSGSolver:
         e = np.clip(to_numpy(self.model.xp.linalg.eigvalsh(cov)).astype(np.float64), 0, None)
         target = NEWTON_DF_SHARE * batch
         df = lambda lam: float(np.sum(e / (e + lam)))  # noqa: E731
-        if np.count_nonzero(e > 0) <= target or e.max() <= 0:
+        if np.count_nonzero(e > 0) <= target:
             return 0.0
         lo, hi = 0.0, float(e.max())
         while df(hi) > target:
@@ -480,9 +480,7 @@ class DSGSolver:
             what = (f"batch objective {obj:.3g}, {obj / (start or 1):.3g} x its start" if not worse
                     else f"average batch objective {self.obj_avg:.3g}, "
                          f"{self.obj_avg / self.zero_avg:.3g} x that of f = 0")
-            raise FloatingPointError(
-                f"DSG diverged at iteration {rec['iter']} ({what}); set a smaller eta0, a "
-                "larger t0, a larger bandwidth or reg, or precondition=False")
+            raise _diverged(f"diverged at iteration {rec['iter']}", what)
 
     def run(self, batches, n_iter: int, history: dict, on_step=None) -> None:
         """``n_iter`` iterations over ``batches(t) -> (X, Y)``; appends to ``history``."""
@@ -511,7 +509,12 @@ class DSGSolver:
         issue 25). One-line error, as for a divergence."""
         if (self.t > WATCH_AFTER and self.zero_avg and self.zero_avg > 1e-8
                 and self.obj_avg is not None and self.obj_avg > self.zero_avg):
-            raise FloatingPointError(
-                f"DSG diverged or learned nothing by iteration {self.t} (average batch objective "
-                f"{self.obj_avg:.3g}, {self.obj_avg / self.zero_avg:.3g} x that of f = 0); set a "
-                "smaller eta0, a larger t0, a larger bandwidth or reg, or precondition=False")
+            raise _diverged(f"diverged or learned nothing by iteration {self.t}",
+                            f"average batch objective {self.obj_avg:.3g}, "
+                            f"{self.obj_avg / self.zero_avg:.3g} x that of f = 0")
+
+
+def _diverged(when: str, what: str) -> FloatingPointError:
+    """The one-line error of the divergence watch, naming the settings to change."""
+    return FloatingPointError(f"DSG {when} ({what}); set a smaller eta0, a larger t0, a larger "
+                              "bandwidth or reg, or precondition=False")
