@@ -18,8 +18,11 @@ Options (each estimator uses the ones that concern it and ignores the rest):
 device : {"auto", "cpu", "gpu"}, default "auto"
     "auto": the GPU when cupy finds one, else the CPU. "gpu" without one is a one-line
     ``backend.DeviceError``. A model fitted on the GPU predicts on a CPU-only host.
-dtype : {"float64", "float32"}, default "float64"
-    Precision of features, kernel blocks and coefficients.
+dtype : {"auto", "float64", "float32"}, default "auto"
+    Precision of features, kernel blocks and coefficients. "auto": the estimator's own
+    choice, float32 for the DSG family (its error is that of F random features per block,
+    ~1/sqrt(F), far above float32's 1e-7; its cosines and products run ~6x faster on a
+    CPU, ``benchmarks/results/dsg-defaults.md``) and float64 for every other estimator.
 memory_budget : float (MB) or None, default None
     Bound on what reading on-disk X may hold (``kernelscale.budget``); picks ``window_rows``.
 window_rows : int or None, default None
@@ -59,7 +62,7 @@ class Engine:
 
 
 NAMES = tuple(f.name for f in dataclasses.fields(Engine))
-DEFAULTS = {"device": "auto", "dtype": "float64", "memory_budget": None, "window_rows": None,
+DEFAULTS = {"device": "auto", "dtype": "auto", "memory_budget": None, "window_rows": None,
             "chunk_rows": None, "n_jobs": 1}
 
 _GLOBAL: dict = {}
@@ -76,8 +79,8 @@ def _check(name: str, value, where: str = "engine") -> None:
         ok = value in ("auto", "cpu", "gpu")
         want = "'auto', 'cpu' or 'gpu'"
     elif name == "dtype":
-        ok = str(value) in ("float64", "float32")
-        want = "'float64' or 'float32'"
+        ok = str(value) in ("auto", "float64", "float32")
+        want = "'auto', 'float64' or 'float32'"
     elif name == "memory_budget":
         ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0 \
             and value != float("inf")

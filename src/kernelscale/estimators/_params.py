@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import math
 import numbers
@@ -280,7 +282,13 @@ class KernelscaleEstimator(BaseEstimator):
                                            in_fit=True)[:1]:
             raise ValueError(f"{name}={problem}")
 
+    _auto_dtype = "float64"  # what engine dtype "auto" means for this estimator
+
     def _resolve_engine(self) -> _engine.Engine:
-        """``engine_``: this estimator's ``engine`` over the context's (``kernelscale.engine``)."""
-        self.engine_ = _engine.resolve(getattr(self, "engine", None))
+        """``engine_``: this estimator's ``engine`` over the context's (``kernelscale.engine``),
+        with dtype "auto" replaced by the estimator's ``_auto_dtype``."""
+        engine = _engine.resolve(getattr(self, "engine", None))
+        if engine.dtype == "auto":
+            engine = dataclasses.replace(engine, dtype=self._auto_dtype)
+        self.engine_ = engine
         return self.engine_

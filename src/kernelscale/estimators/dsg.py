@@ -9,6 +9,8 @@ checkpoints between them) yields the same model as one long ``fit``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
@@ -38,15 +40,52 @@ EIGENPRO_SUBSAMPLE = 2000
 EIGENPRO_MIN_BATCH = 128
 
 
-# "auto" iterations: at least this many blocks, so that f can represent the kernel's leading
-# eigenfunctions even on small sets (one epoch of a 4,000-row set at B = 256 is 16 blocks)
-MIN_AUTO_ITERATIONS = 100
+# "auto" sizes and iterations (``auto_block_size``, ``auto_batch_size``, ``auto_iterations``)
+AUTO_BLOCK_RANGE = (256, 4096)  # F: paper 003's smallest and largest blocks
+BATCH_PER_BLOCK = 4  # B >= 4 F: each block step fits F coefficients on at least 4 F rows
+AUTO_EPOCHS = 3
+# at least this many iterations (blocks), so that f has enough features for the kernel's
+# leading eigenfunctions when an epoch is only a few batches (small n)
+MIN_AUTO_ITERATIONS = 32
+
+
+def _pow2(x: float) -> int:
+    return 2 ** int(round(math.log2(max(1.0, x))))
+
+
+def auto_block_size(n: int) -> int:
+    """``block_size="auto"``: F = 4 sqrt(n) rounded to a power of two, within
+    ``AUTO_BLOCK_RANGE`` (n = 4,000: 256; 60,000: 1,024; 10^6 and more: 4,096).
+
+    Why sqrt(n): the random features a kernel ridge fit needs for the full-kernel rate grow
+    as sqrt(n) (Rudi and Rosasco, 2017), and with B = 4 F an epoch then adds n / 4 features
+    in sqrt(n) / 16 blocks. The cap bounds a step's B x F feature matrix and F x F solve."""
+    lo, hi = AUTO_BLOCK_RANGE
+    return int(min(hi, max(lo, _pow2(4.0 * math.sqrt(max(1, int(n)))))))
+
+
+def auto_batch_size(n: int, block_size: int) -> int:
+    """``batch_size="auto"``: B = max(4 F, 16 sqrt(n) rounded to a power of two), at most n.
+
+    Paper 003's regime is B >> F (CIFAR-10: B = 16 F; MNIST-8M: B = 5 F). A block step fits
+    the block's F coefficients to its batch (a ridge fit with the block Newton step), whose
+    off-batch error grows by about (1 - F / B)^-2: at most 1.8x at B = 4 F, against the
+    unbounded B = F. Beyond F's cap B keeps growing as sqrt(n), so that the blocks of an
+    epoch grow as sqrt(n) and the fit's cost as n^1.5 (see ``auto_iterations``)."""
+    F = int(block_size)
+    return int(min(max(1, int(n)), max(BATCH_PER_BLOCK * F, _pow2(16.0 * math.sqrt(max(1, int(n)))))))
 
 
 def auto_iterations(n: int, batch_size: int) -> int:
-    """``n_iter="auto"``: one epoch, ceil(n / B) iterations, at least ``MIN_AUTO_ITERATIONS``;
-    never capped above, so a fit sees every row once for any n (cost: see ``n_iter``)."""
-    return max(MIN_AUTO_ITERATIONS, -(-int(n) // max(1, int(batch_size))))
+    """``n_iter="auto"``: ``AUTO_EPOCHS`` epochs, ceil(3 n / B) iterations, at least
+    ``MIN_AUTO_ITERATIONS``; never capped above, so a fit sees every row three times for any n.
+
+    Cost with the "auto" sizes: T = 3 n / B iterations, DSG evaluates f over t blocks at step
+    t, so a fit costs sum_t t B F d = 9 n^2 F d / (2 B): 9 n^2 d / 8 while B = 4 F (n up to
+    ~10^6, F = 4,096), 9 * 4096 n^1.5 d / 32 beyond (B = 16 sqrt(n)). UDSG adds a block every
+    G + U steps (G / (G + U) of DSG's cost); CDSG fewer. Prediction costs n_test T F d, about
+    2 n_test / (3 n) of DSG's fit."""
+    return max(MIN_AUTO_ITERATIONS, -(-AUTO_EPOCHS * int(n) // max(1, int(batch_size))))
 
 
 _DSG_PARAMS = """\
@@ -68,18 +107,19 @@ loss : str or None, default=None
     Loss name (estimator-specific choices, see the class summary).
 loss_params : dict or None, default=None
     The loss's parameters (epsilon, delta, tau, nu_o).
-batch_size : int, default=256
-    B, points per iteration; at most n (the value used is ``batch_size_``).
-block_size : int, default=256
-    F, random features per new block.
+batch_size : "auto" or int, default="auto"
+    B, points per iteration; at most n. "auto" = ``auto_batch_size(n, F)``: 4 F, or
+    16 sqrt(n) where larger (paper 003's B >> F). The value used is ``batch_size_``.
+block_size : "auto" or int, default="auto"
+    F, random features per new block. "auto" = ``auto_block_size(n)``: 4 sqrt(n) rounded to a
+    power of two, from 256 to 4,096. The value used is ``block_size_``.
 n_iter : "auto", int >= 1 or "K epochs", default="auto"
-    Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B)``: one epoch, ceil(n / B),
-    and at least 100 (so that f has >= 100 F features, enough for the kernel's spectrum on
-    small sets); no upper bound, so every row is seen once whatever n. Cost: iteration t
-    evaluates f on the batch over all its blocks, O(m_t B F d) with m_t blocks (DSG: m_t = t;
-    UDSG: G / (G + U) of t; CDSG: as many as its check adds), so one epoch of DSG costs
-    O(T^2 B F d / 2) = O(n^2 F d / (2 B)) at a fixed B: quadratic in n. A batch growing like
-    sqrt(n F) keeps it at O(n^1.5 d) (T ~ sqrt(n / F) blocks). "K epochs" =
+    Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B)``: three epochs,
+    ceil(3 n / B), and at least 32; no upper bound, so every row is seen three times
+    whatever n. Cost: iteration t evaluates f on the batch over all its blocks, O(m_t B F d)
+    with m_t blocks (DSG: m_t = t; UDSG: G / (G + U) of t; CDSG: as many as its check adds),
+    so E epochs of DSG cost O(E^2 n^2 F d / (2 B)): with the "auto" sizes O(n^2 d) up to
+    n ~ 10^6 (B = 4 F) and O(n^1.5 d) beyond (F capped, B ~ sqrt(n)). "K epochs" =
     ceil(K ceil(n / B)) iterations. The value used is ``n_iter_per_fit_``.
 eta0 : "auto" or float, default="auto"
     Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
@@ -139,6 +179,8 @@ n_iter_ : int
 n_iter_per_fit_ : int
 n_blocks_ : int
     Feature blocks in f.
+batch_size_, block_size_ : int
+    B (at most n) and F used.
 history_ : dict
     Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
 n_features_in_ : int"""
@@ -149,9 +191,11 @@ class _DSGBase(KernelscaleEstimator):
 
     iterative = True
     _default_loss = "square"
+    _auto_dtype = "float32"  # engine dtype "auto" (``kernelscale.engine``)
+    _batch_rows = None  # B before the cap at n (models pickled before it existed: see _batch)
 
     def __init__(self, variant="dsg", kernel="gaussian", bandwidth="auto", reg="auto", loss=None,
-                 loss_params=None, batch_size=256, block_size=256, n_iter="auto", eta0="auto",
+                 loss_params=None, batch_size="auto", block_size="auto", n_iter="auto", eta0="auto",
                  step_schedule="inverse", t0=100.0, n_new=1, n_reuse=1, precondition="auto",
                  max_step_ratio=None, random_state=None, warm_start=False, engine=None,
                  verbose=0):
@@ -177,8 +221,8 @@ class _DSGBase(KernelscaleEstimator):
         self.verbose = verbose
 
     # -- set-up -------------------------------------------------------------------------
-    _rules = {"variant": OneOf("dsg", "udsg", "cdsg"), "reg": REG, "batch_size": Int(1),
-              "block_size": Int(1), "n_iter": ITERS, "eta0": Real(0, "auto", strict=True),
+    _rules = {"variant": OneOf("dsg", "udsg", "cdsg"), "reg": REG, "batch_size": Int(1, "auto"),
+              "block_size": Int(1, "auto"), "n_iter": ITERS, "eta0": Real(0, "auto", strict=True),
               "t0": Real(0, strict=True), "n_new": Int(1), "n_reuse": Int(0),
               "precondition": OneOf("auto", True, False, "eigenpro"),
               "max_step_ratio": Real(0, strict=True, none=True)}
@@ -206,7 +250,10 @@ class _DSGBase(KernelscaleEstimator):
         self.reg_ = reg_and_ridge(self.reg, n, alpha)[0]
         # the stream cuts batches of at most n rows: what "auto" decides below is decided on
         # the batch that runs (B = 256 on 100 rows runs batches of 100)
-        self.batch_size_ = min(int(self.batch_size), n)
+        F = auto_block_size(n) if self.block_size == "auto" else int(self.block_size)
+        B = auto_batch_size(n, F) if self.batch_size == "auto" else int(self.batch_size)
+        self.block_size_, self._batch_rows = F, B
+        self.batch_size_ = min(B, n)
         self._per_epoch = -(-n // self.batch_size_)
         self.n_iter_per_fit_ = (auto_iterations(n, self.batch_size_) if self.n_iter == "auto"
                                 else steps(self.n_iter, self._per_epoch, 1))
@@ -218,7 +265,7 @@ class _DSGBase(KernelscaleEstimator):
             precondition = (self.precondition if self.precondition == "eigenpro"
                             else bool(self.precondition))
         self.precondition_ = precondition
-        config = DSGConfig(variant=self.variant, block_size=int(self.block_size), reg=self.reg_,
+        config = DSGConfig(variant=self.variant, block_size=F, reg=self.reg_,
                            eta0=self.eta0, schedule=self.step_schedule, t0=float(self.t0),
                            n_new=int(self.n_new), n_reuse=int(self.n_reuse),
                            precondition=precondition,
@@ -246,9 +293,9 @@ class _DSGBase(KernelscaleEstimator):
 
     def _train(self, X, y_stream, encode, n_iter, stream_seed):
         xp = self._xp()
-        window_rows = budget_window(self.engine_, X, int(self.batch_size), int(self.block_size),
+        window_rows = budget_window(self.engine_, X, self._batch(), self.model_.blocks.F,
                                     self.model_.blocks.dtype, self._work_bytes(X))
-        stream = BatchStream(X, y_stream, batch_size=int(self.batch_size), seed=stream_seed, xp=xp,
+        stream = BatchStream(X, y_stream, batch_size=self._batch(), seed=stream_seed, xp=xp,
                              dtype=self.model_.blocks.dtype, window_rows=window_rows)
         self.window_rows_ = stream.window_rows  # rows read per window (budget's choice)
 
@@ -278,7 +325,7 @@ class _DSGBase(KernelscaleEstimator):
         features for f(batch) (``solvers.dsg.group_bytes``) and the new block's features with
         its gradient product. Independent of the step count: the window it sizes must be the
         same in every warm-started segment, or the batches would change."""
-        blocks, B = self.model_.blocks, min(int(self.batch_size), int(X.shape[0]))
+        blocks, B = self.model_.blocks, min(self._batch(), int(X.shape[0]))
         item = blocks.dtype.itemsize
         group = blocks.group_size(B, group_bytes(blocks.xp)) * B * blocks.F * item
         work = B * (int(X.shape[1]) + 2 * blocks.F) * item + group
@@ -295,6 +342,10 @@ class _DSGBase(KernelscaleEstimator):
             self._validate_params()
             self.n_iter_per_fit_ = steps(self.n_iter, self._per_epoch, 1)
         return self.n_iter_per_fit_
+
+    def _batch(self) -> int:
+        """B as resolved by the first fit (before the cap at that fit's n)."""
+        return int(self._batch_rows if self._batch_rows is not None else self.batch_size)
 
     def _fresh(self) -> bool:
         return not (self.warm_start and hasattr(self, "model_"))
@@ -376,7 +427,7 @@ class DSGRegressor(RegressorMixin, _DSGBase):
             y = np.asarray(y, dtype=np.float64)
             self._y_1d = y.ndim == 1
             self._init_model(X, 1 if y.ndim == 1 else y.shape[1], self._loss_name(), y)
-        n_iter = -(-X.shape[0] // int(self.batch_size))
+        n_iter = -(-X.shape[0] // self._batch())
         # a fresh batch order for every call, still a pure function of (seed, iterations so far)
         self._train(X, y.reshape(X.shape[0], -1),
                     lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
@@ -490,7 +541,7 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         else:
             X = check_X(self, X, reset=False)
             idx = self._coder.index_of(y)
-        n_iter = -(-X.shape[0] // int(self.batch_size))
+        n_iter = -(-X.shape[0] // self._batch())
         self._train(X, idx, lambda yb, xp: self._coder.encode_index(yb, xp, self.model_.blocks.dtype),
                     n_iter, self.seed_ + self.solver_.t + 1)
         return self
