@@ -12,7 +12,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernelscale.backend import DeviceError, gpu_available
-from kernelscale.estimators.dsg import DSGClassifier, DSGOneClass, DSGRegressor
+from kernelscale.estimators.dsg import (DSGClassifier, DSGOneClass, DSGRegressor,
+                                         auto_batch_size, auto_block_size)
 from kernelscale.solvers.dsg import DSGConfig, DSGModel, DSGSolver
 
 SMALL = dict(n_iter=20, batch_size=32, block_size=32)
@@ -25,18 +26,22 @@ def _regression(n=2000, d=5, seed=0):
     return X, y
 
 
-def test_dsg_converges_to_exact_kernel_ridge():
-    """Same objective: (nu/2)||f||^2 + mean 0.5 (f - y)^2  <=>  KernelRidge(alpha = n nu)."""
+@pytest.mark.parametrize("variant, n_iter", [("dsg", 150), ("udsg", 200)])
+def test_dsg_converges_to_exact_kernel_ridge(variant, n_iter):
+    """Same objective: (nu/2)||f||^2 + mean 0.5 (f - y)^2  <=>  KernelRidge(alpha = n nu); at
+    the "auto" sizes (B = 1024, F = 256 here) and the "auto" precision (float32). UDSG adds a
+    block every other step: 200 steps give it 100 blocks."""
     X, y = _regression()
     n, sigma, nu = len(y), 2.0, 1e-2
     exact = KernelRidge(kernel="rbf", gamma=1 / (2 * sigma**2), alpha=n * nu).fit(X, y).predict(X)
-    dsg = DSGRegressor(bandwidth=sigma, reg=nu, batch_size=1000, block_size=256, n_iter=150,
-                       t0=100, random_state=0).fit(X, y)
+    dsg = DSGRegressor(variant=variant, bandwidth=sigma, reg=nu, n_iter=n_iter, t0=100,
+                       random_state=0).fit(X, y)
+    assert (dsg.batch_size_, dsg.block_size_) == (1024, 256)
     rel = np.linalg.norm(dsg.predict(X) - exact) / np.linalg.norm(exact)
     assert rel < 0.05, rel
     # and it is the iterations that get it there: an early model is far worse
-    early = DSGRegressor(bandwidth=sigma, reg=nu, batch_size=1000, block_size=256, n_iter=5,
-                         t0=100, random_state=0).fit(X, y)
+    early = DSGRegressor(variant=variant, bandwidth=sigma, reg=nu, n_iter=5, t0=100,
+                         random_state=0).fit(X, y)
     assert np.linalg.norm(early.predict(X) - exact) / np.linalg.norm(exact) > 2 * rel
 
 
@@ -318,12 +323,37 @@ def test_regressor_partial_fit_continues_the_model():
 
 
 def test_auto_iterations_grow_with_n_without_a_cap():
-    """Issue 20: ``n_iter="auto"`` is one epoch (at least 100 steps) for every n; the former
+    """Issue 20: ``n_iter="auto"`` is three epochs (at least 32 steps) for every n; the former
     rule stopped at 400 steps, i.e. at most 400 B rows: ~1 % of 10^7."""
     from kernelscale.estimators.dsg import auto_iterations
 
-    assert auto_iterations(4000, 256) == 100
-    assert auto_iterations(60_000, 256) == 235
+    assert auto_iterations(4000, 1024) == 32
+    assert auto_iterations(60_000, 4096) == 44
     for n in (10**6, 10**7, 10**9):
-        assert auto_iterations(n, 256) * 256 >= n  # one full epoch
-    assert auto_iterations(10**7, 4096) == -(-10**7 // 4096)
+        for B in (256, 4096, auto_batch_size(n, auto_block_size(n))):
+            assert auto_iterations(n, B) * B >= 3 * n  # three full epochs
+    assert auto_iterations(10**7, 65536) == -(-3 * 10**7 // 65536)
+
+
+def test_auto_sizes_follow_paper_003s_regime():
+    """``block_size="auto"``: F = 4 sqrt(n) as a power of two in [256, 4096]; ``batch_size="auto"``:
+    B = max(4 F, 16 sqrt(n)) as a power of two, at most n (B >> F, paper 003)."""
+    assert [auto_block_size(n) for n in (100, 4000, 16_000, 60_000, 10**6, 10**8)] == \
+        [256, 256, 512, 1024, 4096, 4096]
+    assert auto_block_size(5000, 784) == 512 and auto_block_size(5000, 20) == 256
+    for n in (100, 4000, 60_000, 10**6, 10**7, 10**9):
+        F = auto_block_size(n)
+        B = auto_batch_size(n, F)
+        assert B == n if n < 4 * F else B >= 4 * F
+    assert auto_batch_size(60_000, 1024) == 4096
+    assert auto_batch_size(10**7, 4096) == 65536  # 16 sqrt(n) once F is capped
+    # blocks per epoch grow as sqrt(n) beyond the cap: the fit's cost as n^1.5, not n^2
+    per_epoch = [n / auto_batch_size(n, auto_block_size(n)) for n in (10**7, 10**9)]
+    assert 5 < per_epoch[1] / per_epoch[0] < 20  # sqrt(100) = 10
+    X, y = _regression(n=3000)
+    m = DSGRegressor(n_iter=2, random_state=0).fit(X, y)
+    assert (m.block_size_, m.batch_size_, m.model_.blocks.F) == (256, 1024, 256)
+    assert DSGRegressor(random_state=0, bandwidth=2.0, reg=1e-2).fit(
+        X[:500], y[:500]).n_iter_per_fit_ == 32  # B = n = 500: 3 epochs < 32
+
+

@@ -116,7 +116,14 @@ def test_engine_precedence_and_errors():
 
     X, y = make_regression(n_samples=50, n_features=3, random_state=0)
     fit = dict(n_components=10, n_iter=3, bandwidth=1.0, reg=1e-3)
-    assert get_engine() == Engine(device="auto", dtype="float64", n_jobs=1)
+    assert get_engine() == Engine(device="auto", dtype="auto", n_jobs=1)
+    # dtype "auto" is each estimator's own precision: float64, float32 for the DSG family
+    assert RFFSGDRegressor(**fit).fit(X, y).engine_.dtype == "float64"
+    from kernelscale import DSGRegressor
+    dsg = DSGRegressor(n_iter=2, batch_size=16, block_size=8).fit(X, y)
+    assert dsg.engine_.dtype == "float32" and dsg.model_.coef.dtype == np.float32
+    assert DSGRegressor(n_iter=2, batch_size=16, block_size=8, engine={"dtype": "float64"}).fit(
+        X, y).model_.coef.dtype == np.float64
     with engine_context(dtype="float32"):
         assert RFFSGDRegressor(**fit).fit(X, y).engine_.dtype == "float32"
         # the estimator's own option wins over the block's
@@ -124,13 +131,13 @@ def test_engine_precedence_and_errors():
         assert est.engine_.dtype == "float64" and est.solver_.w.dtype == np.float64
         with engine_context(device="cpu"):
             assert get_engine().dtype == "float32" and get_engine().device == "cpu"
-    assert get_engine().dtype == "float64"
+    assert get_engine().dtype == "auto"
     try:
         set_engine(dtype="float32")
         assert RFFSGDRegressor(**fit).fit(X, y).engine_.dtype == "float32"
     finally:
         set_engine(dtype=None)
-    assert get_engine().dtype == "float64"
+    assert get_engine().dtype == "auto"
     for bad, msg in (({"devise": "gpu"}, "unknown option 'devise'"),
                      ({"dtype": "float16"}, "engine.dtype='float16' must be"),
                      ({"memory_budget": -1}, "engine.memory_budget=-1 must be")):

@@ -129,3 +129,48 @@ def test_defaults_meet_the_real_data_bound(algo, dataset, devdata, references):
         assert score < trivial - 0.02, f"{algo} on {dataset}: error {score:.3f} ~ majority {trivial:.3f}"
         if algo not in WEAK:
             assert score <= base + 0.01, f"{algo} on {dataset}: error {score:.3f} > SVC {base:.3f} + 1 pt"
+
+
+FASHION = "dev_fashion_mnist"
+FASHION_TRAIN, FASHION_TEST = 5000, 2000
+
+
+@pytest.fixture(scope="module")
+def fashion(tmp_path_factory):
+    """A seeded 5,000-row subsample of Fashion-MNIST's training set (784 pixels) and the first
+    2,000 test rows, with SVC's error (C = 10 as reg = 0.1 / n, median bandwidth) on them."""
+    from kernelscale.estimators.baselines import ExactSVMClassifier
+    from kernelscale.pipeline.data.prepare import prepare_dataset
+    from kernelscale.pipeline.data.store import open_prepared
+
+    specs = yaml.safe_load((DEVDATA / "devdata.yaml").read_text())["datasets"]
+    if FASHION not in specs:
+        pytest.skip(f"{FASHION} is not in {DEVDATA / 'devdata.yaml'}")
+    spec = dict(specs[FASHION])
+    for key in ("path", "labels_path", "test_path", "test_labels_path"):
+        if isinstance(spec.get(key), str):  # paths below devdata/ (the IDX files sit in a folder)
+            spec[key] = str(DEVDATA / spec[key].split("devdata/", 1)[-1])
+    out = tmp_path_factory.mktemp("fashion") / FASHION
+    prepare_dataset(FASHION, spec, out)
+    _, arrays = open_prepared(out)
+    rng = np.random.default_rng(0)
+    idx = np.sort(rng.choice(arrays["y_train"].shape[0], FASHION_TRAIN, replace=False))
+    X = np.asarray(arrays["X_train"].get_orthogonal_selection((idx, slice(None))), dtype=np.float64)
+    y = np.asarray(arrays["y_train"][:])[idx]
+    Xt = np.asarray(arrays["X_test"][:FASHION_TEST], dtype=np.float64)
+    yt = np.asarray(arrays["y_test"][:FASHION_TEST])
+    svc = ExactSVMClassifier(reg="0.1/n", bandwidth="median", random_state=0).fit(X, y)
+    return X, y, Xt, yt, _score(svc, Xt, yt, "classification")
+
+
+@pytest.mark.parametrize("algo", ["dsg", "cdsg"])
+def test_dsg_family_defaults_on_fashion_mnist(algo, fashion):
+    """Issue 20: the DSG family at its defaults within +0.5 point of SVC on a Fashion-MNIST
+    subsample (the large, high-dimensional development set; F = 512 here by the d / 2 rule)."""
+    from kernelscale.pipeline.registry import make_estimator
+
+    X, y, Xt, yt, svc = fashion
+    est = make_estimator(algo, "classification", random_state=0, engine={"device": "cpu"})
+    score = _score(est.fit(X, y), Xt, yt, "classification")
+    assert est.block_size_ == 512 and est.batch_size_ == 2048
+    assert score <= svc + 0.005, f"{algo} on {FASHION}: error {score:.4f} > SVC {svc:.4f} + 0.5 pt"
