@@ -28,12 +28,13 @@ CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     # step size: RFF's estimator holds it; DSG's and NORMA's only their solver does
     ("eta0", ("eta0_", "solver_.eta0")),
     ("eta", ("eta_",)),                          # EigenPro
-    ("batch_size", ("batch_size_",)),            # EigenPro (critical batch size)
+    ("batch_size", ("batch_size_",)),            # EigenPro (critical batch size), DSG
+    ("block_size", ("block_size_",)),            # DSG: random features per block
     ("n_eigenvectors", ("n_eigenvectors_",)),    # EigenPro
     ("precondition", ("precondition_",)),        # DSG
     ("window_rows", ("window_rows_",)),          # estimators reading X a window at a time
     ("device", ("device_",)),
-    ("dtype", ("dtype_",)),
+    ("dtype", ("dtype_", "engine_.dtype")),
 )
 
 
