@@ -346,16 +346,16 @@ def test_regressor_partial_fit_continues_the_model():
 
 
 def test_auto_iterations_grow_with_n_without_a_cap():
-    """Issue 20: ``n_iter="auto"`` is three epochs (at least 32 steps) for every n; the former
+    """Issue 20: ``n_iter="auto"`` is four epochs (at least 32 steps) for every n; the former
     rule stopped at 400 steps, i.e. at most 400 B rows: ~1 % of 10^7."""
     from kernelscale.estimators.dsg import auto_iterations
 
     assert auto_iterations(4000, 1024) == 32
-    assert auto_iterations(60_000, 4096) == 44
+    assert auto_iterations(60_000, 4096) == 59
     for n in (10**6, 10**7, 10**9):
         for B in (256, 4096, auto_batch_size(n, auto_block_size(n))):
-            assert auto_iterations(n, B) * B >= 3 * n  # three full epochs
-    assert auto_iterations(10**7, 65536) == -(-3 * 10**7 // 65536)
+            assert auto_iterations(n, B) * B >= 4 * n  # four full epochs
+    assert auto_iterations(10**7, 65536) == -(-4 * 10**7 // 65536)
 
 
 def test_auto_sizes_follow_paper_003s_regime():
@@ -377,6 +377,6 @@ def test_auto_sizes_follow_paper_003s_regime():
     m = DSGRegressor(n_iter=2, random_state=0).fit(X, y)
     assert (m.block_size_, m.batch_size_, m.model_.blocks.F) == (256, 1024, 256)
     assert DSGRegressor(random_state=0, bandwidth=2.0, reg=1e-2).fit(
-        X[:500], y[:500]).n_iter_per_fit_ == 32  # B = n = 500: 3 epochs < 32
+        X[:500], y[:500]).n_iter_per_fit_ == 32  # B = n = 500: 4 epochs < 32
 
 

@@ -43,7 +43,7 @@ EIGENPRO_MIN_BATCH = 128
 # "auto" sizes and iterations (``auto_block_size``, ``auto_batch_size``, ``auto_iterations``)
 AUTO_BLOCK_RANGE = (256, 4096)  # F: paper 003's smallest and largest blocks
 BATCH_PER_BLOCK = 4  # B >= 4 F: each block step fits F coefficients on at least 4 F rows
-AUTO_EPOCHS = 3
+AUTO_EPOCHS = 4
 # at least this many iterations (blocks), so that f has enough features for the kernel's
 # leading eigenfunctions when an epoch is only a few batches (small n)
 MIN_AUTO_ITERATIONS = 32
@@ -82,14 +82,14 @@ def auto_batch_size(n: int, block_size: int) -> int:
 
 
 def auto_iterations(n: int, batch_size: int) -> int:
-    """``n_iter="auto"``: ``AUTO_EPOCHS`` epochs, ceil(3 n / B) iterations, at least
-    ``MIN_AUTO_ITERATIONS``; never capped above, so a fit sees every row three times for any n.
+    """``n_iter="auto"``: ``AUTO_EPOCHS`` epochs, ceil(4 n / B) iterations, at least
+    ``MIN_AUTO_ITERATIONS``; never capped above, so a fit sees every row four times for any n.
 
-    Cost with the "auto" sizes: T = 3 n / B iterations, DSG evaluates f over t blocks at step
-    t, so a fit costs sum_t t B F d = 9 n^2 F d / (2 B): 9 n^2 d / 8 while B = 4 F (n up to
-    ~10^6, F = 4,096), 9 * 4096 n^1.5 d / 32 beyond (B = 16 sqrt(n)). UDSG adds a block every
-    G + U steps (G / (G + U) of DSG's cost); CDSG fewer. Prediction costs n_test T F d, about
-    2 n_test / (3 n) of DSG's fit."""
+    Cost with the "auto" sizes: T = 4 n / B iterations, DSG evaluates f over t blocks at step
+    t, so a fit costs sum_t t B F d = 8 n^2 F d / B: 2 n^2 d while B = 4 F (n up to ~10^6,
+    F = 4,096), 2048 n^1.5 d beyond (B = 16 sqrt(n)). UDSG adds a block every G + U steps
+    (G / (G + U) of DSG's cost); CDSG as many as its check adds. Prediction costs
+    n_test T F d, n_test / (2 n) of DSG's fit (1/20 for a test set a tenth of n)."""
     return max(MIN_AUTO_ITERATIONS, -(-AUTO_EPOCHS * int(n) // max(1, int(batch_size))))
 
 
@@ -119,8 +119,8 @@ block_size : "auto" or int, default="auto"
     F, random features per new block. "auto" = ``auto_block_size(n, d)``: max(4 sqrt(n), d / 2)
     rounded to a power of two, from 256 to 4,096. The value used is ``block_size_``.
 n_iter : "auto", int >= 1 or "K epochs", default="auto"
-    Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B)``: three epochs,
-    ceil(3 n / B), and at least 32; no upper bound, so every row is seen three times
+    Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B)``: four epochs,
+    ceil(4 n / B), and at least 32; no upper bound, so every row is seen four times
     whatever n. Cost: iteration t evaluates f on the batch over all its blocks, O(m_t B F d)
     with m_t blocks (DSG: m_t = t; UDSG: G / (G + U) of t; CDSG: as many as its check adds),
     so E epochs of DSG cost O(E^2 n^2 F d / (2 B)): with the "auto" sizes O(n^2 d) up to
