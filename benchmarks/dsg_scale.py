@@ -51,8 +51,12 @@ def main(argv=None) -> int:
 
     from threadpoolctl import threadpool_limits
 
-    from kernelscale.estimators.dsg import (DSGClassifier, auto_batch_size, auto_block_size,
-                                            auto_iterations)
+    from kernelscale.estimators.dsg import (
+        DSGClassifier,
+        auto_batch_size,
+        auto_block_size,
+        auto_iterations,
+    )
     from kernelscale.pipeline.data.bayes import bayes_error, bayes_params, bayes_rows
 
     threadpool_limits(1)

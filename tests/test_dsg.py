@@ -12,8 +12,13 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernelscale.backend import DeviceError, gpu_available
-from kernelscale.estimators.dsg import (DSGClassifier, DSGOneClass, DSGRegressor,
-                                         auto_batch_size, auto_block_size)
+from kernelscale.estimators.dsg import (
+    DSGClassifier,
+    DSGOneClass,
+    DSGRegressor,
+    auto_batch_size,
+    auto_block_size,
+)
 from kernelscale.solvers.dsg import DSGConfig, DSGModel, DSGSolver
 
 SMALL = dict(n_iter=20, batch_size=32, block_size=32)

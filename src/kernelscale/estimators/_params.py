@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import math
 import numbers
