@@ -60,6 +60,7 @@ def training_loss(est, X, y) -> float:
 
 
 def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
+    from kernelscale.estimators.dsg import auto_batch_size, auto_block_size, auto_iterations
     from kernelscale.pipeline.registry import make_estimator
 
     task = spec["task"]
@@ -68,7 +69,6 @@ def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
     rows = np.sort(rng.choice(X.shape[0], min(sample, X.shape[0]), replace=False))
     Xs, ys = X[rows], y[rows]
     ests, clock = {}, {}
-    # one probe fit resolves the registry default n_iter="auto" (iterations of one epoch)
     total = None
     records = []
     for seg in range(segments):
@@ -77,8 +77,9 @@ def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
                 est = make_estimator(v, task, random_state=0, engine={"device": "cpu"})
                 est.set_params(warm_start=True)
                 ests[v], clock[v] = est, 0.0
-                if total is None:
-                    n_auto = min(400, max(100, -(-X.shape[0] // int(est.batch_size))))
+                if total is None:  # the registry default n_iter="auto" at the "auto" sizes
+                    n, d = X.shape
+                    n_auto = auto_iterations(n, min(n, auto_batch_size(n, auto_block_size(n, d))))
                     total = max(segments, int(round(epochs * n_auto)))
             est = ests[v]
             n_seg = total // segments + (1 if seg < total % segments else 0)

@@ -76,18 +76,19 @@ def test_budget_picks_the_window_and_leaves_in_memory_data_alone(tmp_path):
     X, y = _regression(3000)
     Z = _zarr(tmp_path, X, 500)
     params = dict(n_iter=10, batch_size=100, block_size=32, bandwidth=2.0, random_state=0)
+    f64 = {"dtype": "float64"}  # the byte counts below are float64's (DSG's "auto" is float32)
     # DSG's step: batch rows, new block's features + gradient product, a capped group of blocks
     group = GROUP_BYTES // (100 * 32 * 8) * (100 * 32 * 8)
     work = 100 * (5 + 2 * 32) * 8 + group
     budget = (2 * 650 * (5 * 8 + 5 + 8) + work + 2 * 500 * 5 * 8) / MB
     assert window_rows_for(Z, budget, 100, 32, np.float64, work) == 600  # whole batches
-    by_budget = DSGRegressor(engine={"memory_budget": budget}, **params).fit(Z, y)
+    by_budget = DSGRegressor(engine={"memory_budget": budget, **f64}, **params).fit(Z, y)
     assert by_budget.window_rows_ == 600
-    by_rows = DSGRegressor(engine={"window_rows": 600}, **params).fit(Z, y)
+    by_rows = DSGRegressor(engine={"window_rows": 600, **f64}, **params).fit(Z, y)
     assert np.array_equal(by_budget.predict(X), by_rows.predict(X))
     # in memory: the budget changes nothing (the data are resident already)
-    a = DSGRegressor(engine={"memory_budget": budget}, **params).fit(X, y)
-    b = DSGRegressor(**params).fit(X, y)
+    a = DSGRegressor(engine={"memory_budget": budget, **f64}, **params).fit(X, y)
+    b = DSGRegressor(engine=f64, **params).fit(X, y)
     assert np.array_equal(a.predict(X), b.predict(X))
     assert DSGRegressor(engine={"memory_budget": 64}).get_params()["engine"] == {"memory_budget": 64}
 
