@@ -28,6 +28,7 @@ CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     # step size: RFF's estimator holds it; DSG's and NORMA's only their solver does
     ("eta0", ("eta0_", "solver_.eta0")),
     ("eta", ("eta_",)),                          # EigenPro
+    ("t0", ("t0_",)),                            # DSG: offset of the step schedule
     ("batch_size", ("batch_size_",)),            # EigenPro (critical batch size), DSG
     ("block_size", ("block_size_",)),            # DSG: random features per block
     ("n_eigenvectors", ("n_eigenvectors_",)),    # EigenPro
