@@ -135,12 +135,14 @@ eta0 : "auto" or float, default="auto"
 step_schedule : str, default="inverse"
     Step schedule (``solvers.dsg.DSGConfig.step_size``).
 t0 : "auto" or float, default="auto"
-    Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for the EigenPro
-    step (the regression default), so that its large step halves after every row has been
-    seen once and thirds after two: at a constant step the batch and random-feature noise
-    of B = 4 F batches kept protein's RMSE swinging between 0.54 and 0.68 from one epoch to the
-    next; 100 for the other steps (the block Newton step fits each block to its batch, and
-    a faster decay cost Fashion-MNIST 0.4 point). The value used is ``t0_``.
+    Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for DSG's and
+    UDSG's EigenPro step (the regression default), so that its large step halves after every
+    row has been seen once and thirds after two: at a constant step the batch and
+    random-feature noise of B = 4 F batches kept protein's RMSE swinging between 0.54 and 0.68
+    from one epoch to the next; 100 for the other steps (the block Newton step fits each block
+    to its batch, and a faster decay cost Fashion-MNIST 0.4 point) and for CDSG, whose line
+    search steps up to eta0 on the blocks it reuses whatever gamma_t: a faster decay of
+    gamma_t only made it reuse more, and diverge on protein. The value used is ``t0_``.
 n_new, n_reuse : int, default=1
     G and U of UDSG.
 precondition : "auto", "eigenpro" or bool, default="auto"
@@ -282,7 +284,8 @@ class _DSGBase(KernelscaleEstimator):
         if self.t0 != "auto":
             self.t0_ = float(self.t0)
         else:
-            self.t0_ = float(self._per_epoch) if precondition == "eigenpro" else DEFAULT_T0
+            decays = precondition == "eigenpro" and self.variant != "cdsg"
+            self.t0_ = float(self._per_epoch) if decays else DEFAULT_T0
         config = DSGConfig(variant=self.variant, block_size=F, reg=self.reg_,
                            eta0=self.eta0, schedule=self.step_schedule, t0=self.t0_,
                            n_new=int(self.n_new), n_reuse=int(self.n_reuse),
