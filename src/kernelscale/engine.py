@@ -21,8 +21,9 @@ device : {"auto", "cpu", "gpu"}, default "auto"
 dtype : {"auto", "float64", "float32"}, default "auto"
     Precision of features, kernel blocks and coefficients. "auto": the estimator's own
     choice, float32 for the DSG family (its error is that of F random features per block,
-    ~1/sqrt(F), far above float32's 1e-7; its cosines and products run ~6x faster on a
-    CPU, ``benchmarks/results/dsg-defaults.md``) and float64 for every other estimator.
+    ~1/sqrt(F), far above float32's 1e-7, and float32 cosines and products are several
+    times faster: ``benchmarks/results/dsg-defaults.md``) and float64 for every other
+    estimator.
 memory_budget : float (MB) or None, default None
     Bound on what reading on-disk X may hold (``kernelscale.budget``); picks ``window_rows``.
 window_rows : int or None, default None

@@ -62,9 +62,9 @@ def auto_block_size(n: int, d: int = 1) -> int:
     Why sqrt(n): the random features a kernel ridge fit needs for the full-kernel rate grow
     as sqrt(n) (Rudi and Rosasco, 2017), and with B = 4 F an epoch then adds n / 4 features
     in sqrt(n) / 16 blocks. Why d / 2: a block's F frequencies are F random directions of
-    the input space; with F well below d one block step cannot follow most of them
-    (Fashion-MNIST at n = 5,000: 14.7 % error at F = 256, 13.5 % at 512, against SVC's
-    13.4 %). The cap bounds a step's B x F feature matrix and F x F solve."""
+    the input space; with F well below d one block step cannot follow most of them. The cap
+    bounds a step's B x F feature matrix and F x F solve. Measurements:
+    ``benchmarks/results/dsg-defaults.md``."""
     lo, hi = AUTO_BLOCK_RANGE
     want = max(4.0 * math.sqrt(max(1, int(n))), int(d) / 2)
     return int(min(hi, max(lo, _pow2(want))))
@@ -137,12 +137,11 @@ step_schedule : str, default="inverse"
 t0 : "auto" or float, default="auto"
     Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for DSG's and
     UDSG's EigenPro step (the regression default), so that its large step halves after every
-    row has been seen once and thirds after two: at a constant step the batch and
-    random-feature noise of B = 4 F batches kept protein's RMSE swinging between 0.54 and 0.68
-    from one epoch to the next; 100 for the other steps (the block Newton step fits each block
-    to its batch, and a faster decay cost Fashion-MNIST 0.4 point) and for CDSG, whose line
-    search steps up to eta0 on the blocks it reuses whatever gamma_t: a faster decay of
-    gamma_t only made it reuse more, and diverge on protein. The value used is ``t0_``.
+    row has been seen once and thirds after two (at a constant step the batch and
+    random-feature noise of B = 4 F batches does not settle); 100 for the block Newton step,
+    which fits each block to its batch, and for CDSG, whose line search steps up to eta0 on
+    the blocks it reuses whatever gamma_t (a faster decay of gamma_t only makes it reuse
+    more). Measurements: ``benchmarks/results/dsg-defaults.md``. The value used is ``t0_``.
 n_new, n_reuse : int, default=1
     G and U of UDSG.
 precondition : "auto", "eigenpro" or bool, default="auto"
