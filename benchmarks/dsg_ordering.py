@@ -60,7 +60,7 @@ def training_loss(est, X, y) -> float:
 
 
 def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
-    from kernelscale.estimators.dsg import auto_batch_size, auto_block_size, auto_iterations
+    from kernelscale.estimators.dsg import auto_iterations, auto_sizes
     from kernelscale.pipeline.registry import make_estimator
 
     task = spec["task"]
@@ -78,8 +78,7 @@ def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
                 est.set_params(warm_start=True)
                 ests[v], clock[v] = est, 0.0
                 if total is None:  # the registry default n_iter="auto" at the "auto" sizes
-                    n, d = X.shape
-                    n_auto = auto_iterations(n, min(n, auto_batch_size(n, auto_block_size(n, d))))
+                    n_auto = auto_iterations(X.shape[0], auto_sizes(*X.shape)[1])
                     total = max(segments, int(round(epochs * n_auto)))
             est = ests[v]
             n_seg = total // segments + (1 if seg < total % segments else 0)

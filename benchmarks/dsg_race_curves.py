@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 import time
 from pathlib import Path
@@ -41,10 +40,9 @@ def _auto_epochs(est) -> float | None:
 
 def _segment_params(name, est, n, d, segments):
     if name in ("dsg", "udsg", "cdsg"):
-        from kernelscale.estimators.dsg import auto_batch_size, auto_block_size, auto_iterations
+        from kernelscale.estimators.dsg import auto_iterations, auto_sizes
 
-        B = min(n, auto_batch_size(n, auto_block_size(n, d)))
-        return {"n_iter": -(-auto_iterations(n, B) // segments)}
+        return {"n_iter": -(-auto_iterations(n, auto_sizes(n, d)[1]) // segments)}
     return {"n_iter": f"{_auto_epochs(est) / segments:g} epochs"}
 
 
@@ -60,7 +58,9 @@ def curve(name, task, data, segments):
 
     points = []
     if name == "nystrom":
-        m = int(math.ceil(math.sqrt(n) * math.log(n)))  # n_components="auto" (README)
+        from kernelscale.estimators._kernel_common import n_features_rule
+
+        m = n_features_rule(n, "auto", floor=500)  # Nystrom's n_components="auto"
         for frac in (0.25, 0.5, 1.0):
             est = make_estimator(name, task, random_state=0,
                                  **({} if frac == 1.0 else {"n_components": max(100, int(frac * m))}))

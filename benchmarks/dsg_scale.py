@@ -51,12 +51,7 @@ def main(argv=None) -> int:
 
     from threadpoolctl import threadpool_limits
 
-    from kernelscale.estimators.dsg import (
-        DSGClassifier,
-        auto_batch_size,
-        auto_block_size,
-        auto_iterations,
-    )
+    from kernelscale.estimators.dsg import DSGClassifier, auto_iterations, auto_sizes
     from kernelscale.pipeline.data.bayes import bayes_error, bayes_params, bayes_rows
 
     threadpool_limits(1)
@@ -67,8 +62,7 @@ def main(argv=None) -> int:
         Xt, yt = bayes_rows(params, n, n + N_TEST)
         with tempfile.TemporaryDirectory() as tmp:
             X, y = write_zarr(params, n, Path(tmp) / "data.zarr")
-            B = min(n, auto_batch_size(n, auto_block_size(n, D)))
-            per_segment = -(-auto_iterations(n, B) // args.epochs)
+            per_segment = -(-auto_iterations(n, auto_sizes(n, D)[1]) // args.epochs)
             for variant in args.variants:
                 est = DSGClassifier(variant=variant, random_state=0, warm_start=True,
                                     n_iter=per_segment, engine={"memory_budget": args.budget})

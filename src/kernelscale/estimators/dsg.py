@@ -78,8 +78,16 @@ def auto_batch_size(n: int, block_size: int) -> int:
     off-batch error grows by about (1 - F / B)^-2: at most 1.8x at B = 4 F, against the
     unbounded B = F. Beyond F's cap B keeps growing as sqrt(n), so that the blocks of an
     epoch grow as sqrt(n) and the fit's cost as n^1.5 (see ``auto_iterations``)."""
-    F = int(block_size)
-    return int(min(max(1, int(n)), max(BATCH_PER_BLOCK * F, _pow2(16.0 * math.sqrt(max(1, int(n)))))))
+    n = max(1, int(n))
+    return int(min(n, max(BATCH_PER_BLOCK * int(block_size), _pow2(16.0 * math.sqrt(n)))))
+
+
+def auto_sizes(n: int, d: int, block_size="auto", batch_size="auto") -> tuple[int, int]:
+    """(F, B) for ``block_size`` / ``batch_size`` (each "auto" or a number): the rules above;
+    B before the cap at n that the stream applies (``auto_batch_size`` caps it already)."""
+    F = auto_block_size(n, d) if block_size == "auto" else int(block_size)
+    B = auto_batch_size(n, F) if batch_size == "auto" else int(batch_size)
+    return F, B
 
 
 def auto_iterations(n: int, batch_size: int) -> int:
@@ -264,9 +272,7 @@ class _DSGBase(KernelscaleEstimator):
         self.reg_ = reg_and_ridge(self.reg, n, alpha)[0]
         # the stream cuts batches of at most n rows: what "auto" decides below is decided on
         # the batch that runs (B = 256 on 100 rows runs batches of 100)
-        F = (auto_block_size(n, self.n_features_in_) if self.block_size == "auto"
-             else int(self.block_size))
-        B = auto_batch_size(n, F) if self.batch_size == "auto" else int(self.batch_size)
+        F, B = auto_sizes(n, self.n_features_in_, self.block_size, self.batch_size)
         self.block_size_, self._batch_rows = F, B
         self.batch_size_ = min(B, n)
         self._per_epoch = -(-n // self.batch_size_)
