@@ -29,23 +29,33 @@ REGRESSION = ("dev_pol",)
 WEAK = {"norma", "kernel_sgd", "rff_sgd", "rff_svrg"}
 
 
-@pytest.fixture(scope="module")
-def devdata(tmp_path_factory):
+def _specs() -> dict:
+    return yaml.safe_load((DEVDATA / "devdata.yaml").read_text())["datasets"]
+
+
+def _prepared(name: str, spec: dict, out: Path) -> dict:
+    """The pipeline's preparation of devdata set ``name`` in ``out``; its arrays."""
     from kernelscale.pipeline.data.prepare import prepare_dataset
     from kernelscale.pipeline.data.store import open_prepared
 
-    specs = yaml.safe_load((DEVDATA / "devdata.yaml").read_text())["datasets"]
+    spec = dict(spec)
+    for key in ("path", "labels_path", "test_path", "test_labels_path"):
+        if isinstance(spec.get(key), str):  # paths below devdata/ (some files sit in a folder)
+            spec[key] = str(DEVDATA / spec[key].split("devdata/", 1)[-1])
+    prepare_dataset(name, spec, out)
+    return open_prepared(out)[1]
+
+
+@pytest.fixture(scope="module")
+def devdata(tmp_path_factory):
+    specs = _specs()
     root = tmp_path_factory.mktemp("devdata")
     cache = {}
 
     def load(name):
         if name not in cache:
-            spec = dict(specs[name])
-            for key in ("path", "test_path"):
-                if key in spec:
-                    spec[key] = str(DEVDATA / Path(spec[key]).name)
-            prepare_dataset(name, spec, root / name)
-            meta, arrays = open_prepared(root / name)
+            arrays = _prepared(name, specs[name], root / name)
+            spec = specs[name]
             rng = np.random.default_rng(0)
             Xtr, ytr = arrays["X_train"][:], arrays["y_train"][:]
             idx = np.sort(rng.choice(len(ytr), min(N_TRAIN, len(ytr)), replace=False))
@@ -140,19 +150,11 @@ def fashion(tmp_path_factory):
     """A seeded 5,000-row subsample of Fashion-MNIST's training set (784 pixels) and the first
     2,000 test rows, with SVC's error (C = 10 as reg = 0.1 / n, median bandwidth) on them."""
     from kernelscale.estimators.baselines import ExactSVMClassifier
-    from kernelscale.pipeline.data.prepare import prepare_dataset
-    from kernelscale.pipeline.data.store import open_prepared
 
-    specs = yaml.safe_load((DEVDATA / "devdata.yaml").read_text())["datasets"]
+    specs = _specs()
     if FASHION not in specs:
         pytest.skip(f"{FASHION} is not in {DEVDATA / 'devdata.yaml'}")
-    spec = dict(specs[FASHION])
-    for key in ("path", "labels_path", "test_path", "test_labels_path"):
-        if isinstance(spec.get(key), str):  # paths below devdata/ (the IDX files sit in a folder)
-            spec[key] = str(DEVDATA / spec[key].split("devdata/", 1)[-1])
-    out = tmp_path_factory.mktemp("fashion") / FASHION
-    prepare_dataset(FASHION, spec, out)
-    _, arrays = open_prepared(out)
+    arrays = _prepared(FASHION, specs[FASHION], tmp_path_factory.mktemp("fashion") / FASHION)
     rng = np.random.default_rng(0)
     idx = np.sort(rng.choice(arrays["y_train"].shape[0], FASHION_TRAIN, replace=False))
     X = np.asarray(arrays["X_train"].get_orthogonal_selection((idx, slice(None))), dtype=np.float64)
