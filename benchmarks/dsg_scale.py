@@ -8,6 +8,7 @@ warm-started segments of a quarter of the "auto" iterations each (the same model
 rounded up, so up to 3 steps more) so that the error is recorded along the way. Also recorded: the blocks against the iterations (UDSG / CDSG reuse old ones).
 
     python benchmarks/dsg_scale.py --n 10000 100000 --out benchmarks/results/dsg-scale.csv
+    python benchmarks/dsg_scale.py --n 1000000 --segments 1 --out benchmarks/results/dsg-scale-1e6.csv
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ def main(argv=None) -> int:
     p.add_argument("--variants", nargs="+", default=["dsg", "udsg", "cdsg"])
     p.add_argument("--budget", type=float, default=256.0, help="engine memory_budget (MB)")
     p.add_argument("--epochs", type=int, default=4, help="segments of the 'auto' iterations")
+    p.add_argument("--segments", type=int, default=None,
+                   help="run only the first K segments (the start of the default run, for n "
+                        "whose whole run is hours on a CPU)")
+    p.add_argument("--device", default="auto", help="engine device (cpu, gpu, auto)")
     p.add_argument("--out", default="benchmarks/results/dsg-scale.csv")
     args = p.parse_args(argv)
 
@@ -65,9 +70,10 @@ def main(argv=None) -> int:
             per_segment = -(-auto_iterations(n, auto_sizes(n, D)[1]) // args.epochs)
             for variant in args.variants:
                 est = DSGClassifier(variant=variant, random_state=0, warm_start=True,
-                                    n_iter=per_segment, engine={"memory_budget": args.budget})
+                                    n_iter=per_segment, engine={"memory_budget": args.budget,
+                                                                "device": args.device})
                 fit_s = 0.0
-                for epoch in range(1, args.epochs + 1):
+                for epoch in range(1, (args.segments or args.epochs) + 1):
                     t = time.perf_counter()
                     est.fit(X, y)
                     fit_s += time.perf_counter() - t
