@@ -2,6 +2,7 @@
 LIBSVM wrapper, Pegasos / NORMA accuracy, warm starts, determinism, errors, GPU."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -178,6 +179,51 @@ def test_norma_regression():
     est = NORMARegressor(reg=1e-4, budget=300, bandwidth=0.5, n_iter="20 epochs", engine={"device": "cpu"},
                          random_state=0).fit(X, y)
     assert est.score(X, y) > 0.8
+
+
+def test_norma_auto_budget_keeps_every_term_and_does_not_warn(recwarn):
+    """budget="auto" holds every term the run adds: the ring never drops one."""
+    X, y = _regression(300)
+    est = NORMARegressor(reg=1e-3, bandwidth=BW, n_iter="3 epochs", batch_size=8,
+                         engine={"device": "cpu"}, random_state=0).fit(X, y)
+    # square loss: every row becomes a term, 3 epochs x 38 steps x 8 rows (the last batch of
+    # each epoch is short, so fewer than budget_ are filled)
+    assert est.budget_ == 3 * 38 * 8
+    assert est.solver_.dropped_weight == 0.0
+    assert not [w for w in recwarn if "budget" in str(w.message)]
+
+
+def test_norma_dropped_weight_is_the_closed_form_and_warns():
+    """The weight of the oldest dropped term is (1 - eta nu)^(budget / m) (constant step, every
+    row a term), NORMA's truncation factor; above 1/2 the fit warns in one line."""
+    X, y = _regression(320)
+    reg, eta, m, budget = 0.05, 0.5, 8, 64
+    with pytest.warns(UserWarning, match=r"^NORMARegressor: budget=64 dropped terms that still "
+                                         r"weighed 0\.82 of a new one") as rec:
+        est = NORMARegressor(reg=reg, eta0=eta, budget=budget, batch_size=m, n_iter=40,
+                             bandwidth=BW, engine={"device": "cpu"}, random_state=0).fit(X, y)
+    assert len(str(rec[0].message).splitlines()) == 1
+    assert est.solver_.dropped_weight == pytest.approx((1 - eta * reg) ** (budget / m), rel=1e-12)
+    # a strongly regularised run forgets its old terms before dropping them: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        NORMARegressor(reg=0.5, eta0=1.0, budget=budget, batch_size=m, n_iter=40, bandwidth=BW,
+                       engine={"device": "cpu"}, random_state=0).fit(X, y)
+
+
+def test_norma_auto_budget_learns_where_the_old_budget_did_not():
+    """On 6,000 rows of a noisy XOR-like problem the old default (1,000 terms) forgets all but
+    the last 125 steps; the untruncated expansion is far better."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, (7000, 2))
+    y = ((X[:, 0] * X[:, 1] > 0) ^ (rng.random(7000) < 0.05)).astype(int)
+    common = dict(bandwidth=0.5, engine={"device": "cpu"}, random_state=0)
+    with pytest.warns(UserWarning, match="budget=1000 dropped"):
+        old = NORMAClassifier(budget=1000, **common).fit(X[:6000], y[:6000])
+    new = NORMAClassifier(**common).fit(X[:6000], y[:6000])
+    assert new.budget_ > 1000
+    assert new.score(X[6000:], y[6000:]) > old.score(X[6000:], y[6000:]) + 0.02
+    assert new.score(X[6000:], y[6000:]) > 0.9
 
 
 @pytest.mark.parametrize("make", [

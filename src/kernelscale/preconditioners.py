@@ -263,3 +263,28 @@ class PrimalPreconditioner(DeviceState):
         if self.E is None:
             return g
         return g - self.E @ (self.shrink[:, None] * (self.E.T @ g))
+
+    def apply_sqrt(self, g):
+        """P^{1/2} g: the same eigenvectors, each shrink s_i replaced by 1 - sqrt(1 - s_i)."""
+        if self.E is None:
+            return g
+        half = 1.0 - self.xp.sqrt(self.xp.clip(1.0 - self.shrink, 0.0, None))
+        return g - self.E @ (half[:, None] * (self.E.T @ g))
+
+    def top_eigenvalue(self, Phi, n_iter: int = 32, seed: int = 0) -> float:
+        """lambda_max(P^{1/2} H P^{1/2}) for H = Phi^T Phi / m on other rows than the subsample's,
+        by power iteration (Rayleigh quotient; 2 m D per iteration, no D x D matrix). On rows
+        outside the subsample the flattened top directions leak back: the estimated
+        eigenvectors are off by ~ lambda_1 sqrt(r / M) (r = tr H / lambda_1), which can be
+        several times lambda_{k+1}."""
+        xp, m = self.xp, int(Phi.shape[0])
+        v = xp.asarray(np.random.default_rng(seed).standard_normal((Phi.shape[1], 1)),
+                       dtype=Phi.dtype)
+        lam = 0.0
+        for _ in range(int(n_iter)):
+            v /= xp.linalg.norm(v)
+            u = self.apply_sqrt(v)
+            w = self.apply_sqrt(Phi.T @ (Phi @ u)) / m
+            lam = float((v * w).sum())
+            v = w
+        return lam

@@ -139,17 +139,17 @@ eta0 : "auto" or float, default="auto"
     Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
     "auto" is the largest stable step: EigenPro's mini-batch bound
     B / (1 + (B - 1) lambda_1 + B nu) for plain steps, the same with the preconditioned
-    beta and lambda_{q+1} for "eigenpro" steps, and 1 / (1 + nu) for block Newton steps.
+    beta and top eigenvalue (measured on the first batch) for "eigenpro" steps, and
+    1 / (1 + nu) for block Newton steps.
 step_schedule : str, default="inverse"
     Step schedule (``solvers.dsg.DSGConfig.step_size``).
 t0 : "auto" or float, default="auto"
-    Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for DSG's and
-    UDSG's EigenPro step (the regression default), so that its large step halves after every
-    row has been seen once and thirds after two (at a constant step the batch and
-    random-feature noise of B = 4 F batches does not settle); 100 for the block Newton step,
-    which fits each block to its batch, and for CDSG, whose line search steps up to eta0 on
-    the blocks it reuses whatever gamma_t (a faster decay of gamma_t only makes it reuse
-    more). Measurements: ``benchmarks/results/dsg-defaults.md``. The value used is ``t0_``.
+    Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for the EigenPro
+    step (the regression default), so that its large step halves after every row has been
+    seen once and thirds after two (at a constant step the batch and random-feature noise of
+    B = 4 F batches does not settle); 100 for the block Newton step, which fits each block
+    to its batch. Measurements: ``benchmarks/results/dsg-defaults.md``. The value used is
+    ``t0_``.
 n_new, n_reuse : int, default=1
     G and U of UDSG.
 precondition : "auto", "eigenpro" or bool, default="auto"
@@ -167,9 +167,12 @@ precondition : "auto", "eigenpro" or bool, default="auto"
     which classification tolerates and the square loss does not; EigenPro's milder
     flattening keeps the square loss's problem and speeds it up. Measured figures are in
     ``benchmarks/results/``. Fitted: ``precondition_``.
-max_step_ratio : float or None, default=None
+max_step_ratio : "auto", float or None, default="auto"
     CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
-    only at the stability limit eta0.
+    only at the stability limit eta0. "auto": 1 with the EigenPro step, whose gamma_t is
+    already at the stability limit of a block (a reused block stepped at eta0 overshot:
+    protein's test RMSE swung between 0.54 and 0.98 from one stopping point to the next), None
+    with the block Newton and plain steps. Fitted: ``max_step_ratio_``.
 random_state : int, RandomState or None, default=None
     Seed of the feature blocks (block i is regenerated from (seed, i)), of the batch order
     and of the "auto" selection's subsample.
@@ -203,6 +206,8 @@ batch_size_, block_size_ : int
     B (at most n) and F used.
 t0_ : float
     The step schedule's offset used.
+max_step_ratio_ : float or None
+    CDSG's step cap used (``max_step_ratio``).
 history_ : dict
     Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
 n_features_in_ : int"""
@@ -219,7 +224,7 @@ class _DSGBase(KernelscaleEstimator):
     def __init__(self, variant="dsg", kernel="gaussian", bandwidth="auto", reg="auto", loss=None,
                  loss_params=None, batch_size="auto", block_size="auto", n_iter="auto", eta0="auto",
                  step_schedule="inverse", t0="auto", n_new=1, n_reuse=1, precondition="auto",
-                 max_step_ratio=None, random_state=None, warm_start=False, engine=None,
+                 max_step_ratio="auto", random_state=None, warm_start=False, engine=None,
                  verbose=0):
         self.variant = variant
         self.kernel = kernel
@@ -247,7 +252,7 @@ class _DSGBase(KernelscaleEstimator):
               "block_size": Int(1, "auto"), "n_iter": ITERS, "eta0": Real(0, "auto", strict=True),
               "t0": Real(0, "auto", strict=True), "n_new": Int(1), "n_reuse": Int(0),
               "precondition": OneOf("auto", True, False, "eigenpro"),
-              "max_step_ratio": Real(0, strict=True, none=True)}
+              "max_step_ratio": Real(0, "auto", strict=True, none=True)}
     _used_only = {
         "n_new": ("by variant='udsg'", ("variant",), lambda p: p["variant"] == "udsg"),
         "n_reuse": ("by variant='udsg'", ("variant",), lambda p: p["variant"] == "udsg"),
@@ -289,14 +294,16 @@ class _DSGBase(KernelscaleEstimator):
         if self.t0 != "auto":
             self.t0_ = float(self.t0)
         else:
-            decays = precondition == "eigenpro" and self.variant != "cdsg"
-            self.t0_ = float(self._per_epoch) if decays else DEFAULT_T0
+            self.t0_ = float(self._per_epoch) if precondition == "eigenpro" else DEFAULT_T0
+        ratio = self.max_step_ratio
+        if ratio == "auto":
+            ratio = 1.0 if precondition == "eigenpro" else None
+        self.max_step_ratio_ = ratio
         config = DSGConfig(variant=self.variant, block_size=F, reg=self.reg_,
                            eta0=self.eta0, schedule=self.step_schedule, t0=self.t0_,
                            n_new=int(self.n_new), n_reuse=int(self.n_reuse),
                            precondition=precondition,
-                           max_step_ratio=(None if self.max_step_ratio is None
-                                           else float(self.max_step_ratio)))
+                           max_step_ratio=None if ratio is None else float(ratio))
         blocks = FourierBlocks(self.kernel_, self.n_features_in_, config.block_size, self.seed_,
                                xp=xp, dtype=dtype)
         self.model_ = DSGModel(blocks, n_outputs)

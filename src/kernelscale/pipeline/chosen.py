@@ -29,6 +29,7 @@ CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("eta0", ("eta0_", "solver_.eta0")),
     ("eta", ("eta_",)),                          # EigenPro
     ("t0", ("t0_",)),                            # DSG: offset of the step schedule
+    ("max_step_ratio", ("max_step_ratio_",)),    # CDSG: step cap on reused blocks
     ("batch_size", ("batch_size_",)),            # EigenPro (critical batch size), DSG
     ("block_size", ("block_size_",)),            # DSG: random features per block
     ("n_eigenvectors", ("n_eigenvectors_",)),    # EigenPro

@@ -35,6 +35,8 @@ from __future__ import annotations
 import math
 from types import ModuleType
 
+import numpy as np
+
 from ._common import DeviceState, kernel_apply
 
 
@@ -43,6 +45,10 @@ class NORMA(DeviceState):
     scale, f = scale * sum_j c_j k(x_j, .) (module docstring); ``step`` is one mini-batch update."""
 
     _arrays = ("centers", "coef", "g_mean")
+    # (class defaults: states pickled before these existed)
+    log_shrink = 0.0
+    born = None
+    dropped_weight = 0.0
 
     def __init__(self, kernel, loss, n_features: int, n_outputs: int, *, lam: float, eta0: float,
                  schedule: str, budget: int, xp: ModuleType, dtype):
@@ -63,6 +69,12 @@ class NORMA(DeviceState):
         self.count = 0  # filled slots
         self.pos = 0  # next slot to overwrite (the oldest term once full)
         self.t = 0
+        # sum of log(1 - eta lam) so far, its value when each slot's term was added, and the
+        # largest weight (relative to a new term) of a term the ring has dropped: the
+        # truncation's cost, NORMA's (1 - eta lam)^tau (§III), measured
+        self.log_shrink = 0.0
+        self.born = np.zeros(self.budget)
+        self.dropped_weight = 0.0
 
     def eta(self, t: int) -> float:
         """Step size of 0-based iteration t: eta0 / sqrt(t + 1) ("invsqrt") or eta0."""
@@ -95,6 +107,7 @@ class NORMA(DeviceState):
             eta = min(eta, 0.5 / self.lam)
         shrink = 1.0 - eta * self.lam
         self.scale *= shrink
+        self.log_shrink += math.log(shrink)
         if self.scale < 1e-150:  # fold the scale back into the coefficients before underflow
             self.coef *= self.scale
             self.scale = 1.0
@@ -113,7 +126,15 @@ class NORMA(DeviceState):
         # batch up to the budget; the terms the ring drops, the oldest, are left out)
         u_after = shrink * u + self.kernel(X_all, Xb) @ (new * self.scale)
         after = float(self.loss.value(u_after, Yb).mean())
-        slots = xp.asarray([(self.pos + j) % self.budget for j in range(m)])
+        idx = [(self.pos + j) % self.budget for j in range(m)]
+        if self.born is None:
+            self.born = np.full(self.budget, self.log_shrink)
+        dropped = max(0, self.count + m - self.budget)  # the last ``dropped`` slots held terms
+        if dropped:
+            old = self.born[idx[m - dropped:]]
+            self.dropped_weight = max(self.dropped_weight, float(np.exp(self.log_shrink - old.min())))
+        self.born[idx] = self.log_shrink
+        slots = xp.asarray(idx)
         self.centers[slots] = Xb
         self.coef[slots] = new
         self.pos = (self.pos + m) % self.budget
