@@ -8,6 +8,9 @@ prepared as in ``benchmarks/realdata.py`` (its cache). One thread per fit.
 
     python benchmarks/dsg_race_curves.py --datasets dev_fashion_mnist dev_kin40k dev_protein \
         --out benchmarks/results/dsg-race-curves
+    python benchmarks/dsg_race_curves.py --datasets dev_kin40k dev_protein --methods dsg udsg cdsg \
+        --keep-from benchmarks/results/dsg-race-curves-regression.csv \
+        --out benchmarks/results/dsg-race-curves-regression   # refit only the DSG family
 
 writes ``<out>.csv`` and ``<out>.png`` (one panel per dataset; SVC's / exact KRR's score as a
 line where ``--references`` gives it).
@@ -88,19 +91,32 @@ def main(argv=None) -> int:
     p.add_argument("--references", nargs="*", default=[], metavar="DATASET=SCORE",
                    help="SVC(C=10) error or exact KRR RMSE to draw as a line")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "dsg-race-curves"))
+    p.add_argument("--keep-from", metavar="CSV",
+                   help="an earlier curves file: its rows for the methods not in --methods are "
+                        "kept (to refit only some methods)")
+    p.add_argument("--devdata", default=None, help="devdata.yaml (default: realdata's)")
+    p.add_argument("--cache", default=str(REPO / "results" / "realdata" / "data"))
     args = p.parse_args(argv)
 
     import realdata
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
-    specs = realdata.load_devdata_specs(realdata.DEFAULT_DEVDATA)
-    cache = REPO / "results" / "realdata" / "data"
+    specs = realdata.load_devdata_specs(Path(args.devdata) if args.devdata
+                                        else realdata.DEFAULT_DEVDATA)
+    cache = Path(args.cache)
+    kept = []
+    if args.keep_from:
+        with open(args.keep_from, newline="") as f:
+            kept = [dict(r, fraction=float(r["fraction"]), fit_s=float(r["fit_s"]),
+                         score=float(r["score"])) for r in csv.DictReader(f)
+                    if r["method"] not in args.methods and r["dataset"] in args.datasets]
     rows = []
     for ds in args.datasets:
         spec = specs[ds]
         Xtr, ytr, Xte, yte, _ = realdata.prepared(ds, spec, cache)
         task = "regression" if spec["task"] == "regression" else "classification"
+        rows += [r for r in kept if r["dataset"] == ds]
         for name in args.methods:
             for frac, fit_s, sc in curve(name, task, (Xtr, ytr, Xte, yte), args.segments):
                 row = dict(dataset=ds, method=name, fraction=frac, fit_s=round(fit_s, 2),

@@ -89,6 +89,36 @@ def test_eigenpro_flattens_nothing_when_nu_is_large():
     assert m2.solver_._eigenpro(0, 128).k > 0
 
 
+def test_eigenpro_step_is_set_by_the_first_batchs_preconditioned_spectrum():
+    """eta0 = B / (beta + (B - 1) lambda + B nu) with lambda the top eigenvalue of
+    P^{1/2} (Phi^T Phi / B) P^{1/2} on the first batch (dense check of the power iteration);
+    on rows outside the subsample it exceeds lambda_{q+1}, so the step obeys
+    eta0 * lambda <= 1 where the subsample's alone would not."""
+    X, y = _regression(n=4000)
+    m = DSGRegressor(bandwidth=2.0, reg=1e-6, batch_size=1024, block_size=256, n_iter=1,
+                     precondition="eigenpro", random_state=0).fit(X, y)
+    s = m.solver_
+    from kernelscale.estimators.dsg import EIGENPRO_SUBSAMPLE
+    from kernelscale.preconditioners import subsample_indices
+
+    s.X_S = X[subsample_indices(len(X), EIGENPRO_SUBSAMPLE, m.seed_)].astype(np.float32)
+    B = m.batch_size_
+    P = s._eigenpro(0, B)
+    rng = np.random.default_rng(5)
+    Z = s.model.blocks.features(X[rng.choice(len(X), B, replace=False)].astype(np.float32), 0)
+    Z = Z.astype(np.float64)
+    # dense: P^{1/2} from P's eigenvectors, then the top eigenvalue of the B-row covariance
+    half = np.eye(Z.shape[1]) - P.E @ np.diag(1 - np.sqrt(1 - P.shrink)) @ P.E.T
+    dense = np.linalg.eigvalsh(half @ (Z.T @ Z / B) @ half)[-1]
+    assert P.top_eigenvalue(Z.astype(np.float32), n_iter=200) == pytest.approx(dense, rel=1e-3)
+    assert dense > 1.5 * P.lam_next  # the flattened directions leak back on other rows
+    # the fitted step: EigenPro's formula with the first batch's lambda (measured there) stays
+    # near or below 1 / lambda on this other batch too (0.76 here); the subsample's
+    # lambda_{q+1} alone gives a step 1.5 times larger (on protein it reached 2.7 / lambda)
+    old = B / (P.beta + (B - 1) * P.lam_next + B * m.reg_)
+    assert s.eta0 * dense < 1.0 and old > 1.3 * s.eta0, (s.eta0 * dense, old * dense)
+
+
 @pytest.fixture(scope="module")
 def digits():
     X, y = load_digits(return_X_y=True)
@@ -361,6 +391,24 @@ def test_auto_iterations_grow_with_n_without_a_cap():
         for B in (256, 4096, auto_batch_size(n, auto_block_size(n))):
             assert auto_iterations(n, B) * B >= 4 * n  # four full epochs
     assert auto_iterations(10**7, 65536) == -(-4 * 10**7 // 65536)
+
+
+def test_auto_schedule_follows_the_step():
+    """t0="auto": one epoch with the EigenPro step (all three variants), 100 with the block
+    Newton step; CDSG's max_step_ratio="auto": 1 with the EigenPro step (a reused block is not
+    stepped past gamma_t, already the stability limit), None (up to eta0) otherwise."""
+    from kernelscale.estimators.dsg import DEFAULT_T0
+
+    X, y = _regression(n=3000)
+    for variant in ("dsg", "udsg", "cdsg"):
+        m = DSGRegressor(variant=variant, n_iter=2, random_state=0).fit(X, y)
+        assert m.precondition_ == "eigenpro" and m.t0_ == 3.0  # ceil(3000 / 1024)
+    assert DSGRegressor(variant="cdsg", n_iter=2, random_state=0).fit(X, y).max_step_ratio_ == 1.0
+    c = DSGClassifier(variant="cdsg", n_iter=2, random_state=0).fit(X, y > 0)
+    assert c.precondition_ is True and c.t0_ == DEFAULT_T0 and c.max_step_ratio_ is None
+    assert c.solver_.config.max_step_ratio is None
+    assert DSGRegressor(variant="cdsg", n_iter=2, max_step_ratio=3.0, random_state=0).fit(
+        X, y).solver_.config.max_step_ratio == 3.0
 
 
 def test_auto_sizes_follow_paper_003s_regime():
