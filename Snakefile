@@ -98,6 +98,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/track.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/bench.smk"
+include: "workflow/rules/reproduce.smk"
 
 
 rule all:

@@ -34,6 +34,42 @@ def predicted(tau, R, D):
     return tau / (1 + (R - 1) * (tau - 1) / max(D - 1, 1))
 
 
+def speedups(X, y, R, threads=(1, 2), epochs=20, reg=1e-4, loss="squared_hinge", repeats=3):
+    """CD on RB and on dense Fourier features of the same Laplacian kernel and R, at each thread
+    count (y in {-1, +1}); prints the table and returns one row per (features, tau)."""
+    sigma = resolve_bandwidth("median", X, "cityblock")
+    Z_rb = RandomBinning("laplacian", sigma, R, 0).fit_transform(X)
+    Z_rf = sp.csc_matrix(FourierBlocks(make_kernel("laplacian", sigma), X.shape[1], R, 0)
+                         .features(X, 0))
+    print(f"n={X.shape[0]} d={X.shape[1]} R={R} sigma={sigma:.3g} loss={loss} lambda={reg} "
+          f"epochs={epochs} cpus={os.cpu_count()}")
+    l1_cd(Z_rb[:200], y[:200], reg, loss=loss, max_iter=1, n_jobs=2)  # numba warm-up
+
+    print(f"{'features':>9} {'D':>7} {'nnz':>9} {'tau':>4} {'time s':>8} {'speedup':>8} "
+          f"{'eq.29':>6} {'cpu/wall':>8} {'objective':>11}")
+    rows = []
+    for name, Z in (("RB", Z_rb), ("Fourier", Z_rf)):
+        D = Z.shape[1]
+        base = None
+        for tau in threads:
+            best, obj, util = np.inf, None, 0.0
+            for _ in range(repeats):
+                t0, c0 = time.perf_counter(), time.process_time()
+                _, hist, _ = l1_cd(Z, y, reg, loss=loss, tol=0.0, max_iter=epochs,
+                                   n_jobs=tau, seed=0)
+                wall = time.perf_counter() - t0
+                if wall < best:
+                    best, util = wall, (time.process_time() - c0) / wall
+                obj = hist["objective"][-1]
+            base = best if base is None else base
+            rows.append(dict(features=name, D=D, nnz=int(Z.nnz), tau=tau, wall_s=best,
+                             speedup=base / best, predicted=predicted(tau, R, D),
+                             cpu_per_wall=util, objective=float(obj)))
+            print(f"{name:>9} {D:>7} {Z.nnz:>9} {tau:>4} {best:>8.3f} {base / best:>8.2f} "
+                  f"{predicted(tau, R, D):>6.2f} {util:>8.2f} {obj:>11.6f}")
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=20000)
@@ -47,33 +83,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     X, y = make_classification(args.n, args.d, n_informative=args.d // 2, random_state=0)
-    y = 2.0 * y - 1.0
-    sigma = resolve_bandwidth("median", X, "cityblock")
-    R = args.grids
-    Z_rb = RandomBinning("laplacian", sigma, R, 0).fit_transform(X)
-    Z_rf = sp.csc_matrix(FourierBlocks(make_kernel("laplacian", sigma), args.d, R, 0).features(X, 0))
-    print(f"n={args.n} d={args.d} R={R} sigma={sigma:.3g} loss={args.loss} lambda={args.reg} "
-          f"epochs={args.epochs} cpus={os.cpu_count()}")
-    l1_cd(Z_rb[:200], y[:200], args.reg, loss=args.loss, max_iter=1, n_jobs=2)  # numba warm-up
-
-    print(f"{'features':>9} {'D':>7} {'nnz':>9} {'tau':>4} {'time s':>8} {'speedup':>8} "
-          f"{'eq.29':>6} {'cpu/wall':>8} {'objective':>11}")
-    for name, Z in (("RB", Z_rb), ("Fourier", Z_rf)):
-        D = Z.shape[1]
-        base = None
-        for tau in args.threads:
-            best, obj, util = np.inf, None, 0.0
-            for _ in range(args.repeats):
-                t0, c0 = time.perf_counter(), time.process_time()
-                _, hist, _ = l1_cd(Z, y, args.reg, loss=args.loss, tol=0.0, max_iter=args.epochs,
-                                   n_jobs=tau, seed=0)
-                wall = time.perf_counter() - t0
-                if wall < best:
-                    best, util = wall, (time.process_time() - c0) / wall
-                obj = hist["objective"][-1]
-            base = best if base is None else base
-            print(f"{name:>9} {D:>7} {Z.nnz:>9} {tau:>4} {best:>8.3f} {base / best:>8.2f} "
-                  f"{predicted(tau, R, D):>6.2f} {util:>8.2f} {obj:>11.6f}")
+    speedups(X, 2.0 * y - 1.0, args.grids, args.threads, args.epochs, args.reg, args.loss,
+             args.repeats)
     print(f"load average (1, 5, 15 min): {os.getloadavg()}")
 
 

@@ -60,11 +60,16 @@ def training_loss(est, X, y) -> float:
 
 
 def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
+    X, y, X_te, y_te, _ = realdata.prepared(name, spec, cache)
+    return run_arrays(name, spec["task"], (X, y, X_te, y_te), segments, epochs, sample)
+
+
+def run_arrays(name, task, data, segments: int, epochs: float, sample: int):
+    """``run_dataset`` on arrays already loaded (X, y, X_test, y_test), e.g. a subsample."""
     from kernelscale.estimators.dsg import auto_iterations, auto_sizes
     from kernelscale.pipeline.registry import make_estimator
 
-    task = spec["task"]
-    X, y, X_te, y_te, _ = realdata.prepared(name, spec, cache)
+    X, y, X_te, y_te = data
     rng = np.random.default_rng(0)
     rows = np.sort(rng.choice(X.shape[0], min(sample, X.shape[0]), replace=False))
     Xs, ys = X[rows], y[rows]

@@ -59,6 +59,31 @@ def fourier_ridge(task, Xtr, Xte, ytr, sigma, R, reg, seed):
     return pred, fit_s
 
 
+def compare(name, task, Xtr, Xte, ytr, yte, grids, reg=0.01, tol=1e-3, seed=0) -> list[dict]:
+    """RB+CG and RFF ridge at each R of ``grids`` on one dataset: one row per (R, method)."""
+    rows = []
+    sigma = resolve_bandwidth("median", Xtr, "cityblock", seed=seed)
+    print(f"\n{name}: sigma (median L1) = {sigma:.3g}, lambda = {reg}")
+    print(f"{'R':>6} {'method':>8} {'D':>8} {'kappa':>8} {'test err':>9} {'fit s':>8}")
+    Est = RBRegressor if task == "regression" else RBClassifier
+    for R in grids:
+        t0 = time.perf_counter()
+        est = Est(bandwidth=sigma, n_components=R, reg=reg, tol=tol,
+                  random_state=seed).fit(Xtr, ytr)
+        fit_s = time.perf_counter() - t0
+        err = test_error(task, yte, est.predict(Xte))
+        rows.append(dict(data=name, R=R, method="RB+CG", D=est.n_features_out_,
+                         kappa=round(est.kappa_, 2), test_error=err, fit_s=fit_s,
+                         iters=est.n_iter_))
+        pred, fit_s_f = fourier_ridge(task, Xtr, Xte, ytr, sigma, R, reg, seed)
+        rows.append(dict(data=name, R=R, method="RFF", D=R, kappa="",
+                         test_error=test_error(task, yte, pred), fit_s=fit_s_f, iters=""))
+        for r in rows[-2:]:
+            print(f"{r['R']:>6} {r['method']:>8} {r['D']:>8} {r['kappa']!s:>8} "
+                  f"{r['test_error']:>9.4f} {r['fit_s']:>8.3f}")
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--grids", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512])
@@ -70,25 +95,7 @@ def main(argv=None):
 
     rows = []
     for name, task, Xtr, Xte, ytr, yte in datasets(args.seed):
-        sigma = resolve_bandwidth("median", Xtr, "cityblock", seed=args.seed)
-        print(f"\n{name}: sigma (median L1) = {sigma:.3g}, lambda = {args.reg}")
-        print(f"{'R':>6} {'method':>8} {'D':>8} {'kappa':>8} {'test err':>9} {'fit s':>8}")
-        Est = RBRegressor if task == "regression" else RBClassifier
-        for R in args.grids:
-            t0 = time.perf_counter()
-            est = Est(bandwidth=sigma, n_components=R, reg=args.reg, tol=args.tol,
-                      random_state=args.seed).fit(Xtr, ytr)
-            fit_s = time.perf_counter() - t0
-            err = test_error(task, yte, est.predict(Xte))
-            rows.append(dict(data=name, R=R, method="RB+CG", D=est.n_features_out_,
-                             kappa=round(est.kappa_, 2), test_error=err, fit_s=fit_s,
-                             iters=est.n_iter_))
-            pred, fit_s_f = fourier_ridge(task, Xtr, Xte, ytr, sigma, R, args.reg, args.seed)
-            rows.append(dict(data=name, R=R, method="RFF", D=R, kappa="", test_error=test_error(task, yte, pred),
-                             fit_s=fit_s_f, iters=""))
-            for r in rows[-2:]:
-                print(f"{r['R']:>6} {r['method']:>8} {r['D']:>8} {r['kappa']!s:>8} "
-                      f"{r['test_error']:>9.4f} {r['fit_s']:>8.3f}")
+        rows += compare(name, task, Xtr, Xte, ytr, yte, args.grids, args.reg, args.tol, args.seed)
     if args.out:
         with open(args.out, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -637,3 +637,16 @@ def failed_job_lines(snakemake_logs) -> list[str]:
         if line not in lines:
             lines.append(line)
     return lines
+
+
+# ----------------------------------------------------------------------------- reproduce
+def reproduce_claims(path="config/reproduce.yaml") -> list[str]:
+    """The claim names of ``config/reproduce.yaml`` (``claims:`` keys), one figure each
+    (``results/reproduce/<claim>.png``); empty when the file is absent."""
+    from pathlib import Path
+
+    import yaml
+
+    if not Path(path).is_file():
+        return []
+    return [str(c) for c in ((yaml.safe_load(Path(path).read_text()) or {}).get("claims") or {})]

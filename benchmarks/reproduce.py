@@ -1,0 +1,529 @@
+"""`make reproduce` (issue 23): the seed papers' headline claims on the real data at hand, each as
+a figure that states the claim, the measured ratio and whether it holds, plus a verdict table.
+
+One function per claim, each ``claim(datasets, max_train, out, **options) -> [verdict, ...]``
+(one verdict per dataset: ``{paper, claim, dataset, n_train, measured, holds, note}``, ``holds``
+True / False / None = not measurable here). Each writes ``<out>/<claim>.csv`` and ``.png``.
+Training sets are subsampled to ``max_train`` rows (seeded), test sets to ``--max-test``; the
+figures say so. Data: ``../shared/devdata`` prepared as in ``benchmarks/realdata.py`` (its cache).
+
+* paper003_dsg_equal_time -- DSG against random features (RFF-SGD) and Nystrom at equal time:
+  DSG's final test error <= the best error each baseline reached within DSG's fit time (one
+  thread; a baseline with no model that fast counts as beaten).
+* paper000_ordering -- training objective (loss term, fixed 5,000-row sample) against CPU time:
+  at the shortest final time of the three, CDSG <= UDSG * (1 + tol) and UDSG <= DSG * (1 + tol).
+* paper002_rb_vs_rff -- RB (CG) against RFF ridge at equal R: RB's test error <= RFF's at a
+  majority of the R grid (error vs R and vs time plotted).
+* paper002_cd_speedup -- CD on RB features with 2 threads: speed-up >= 0.75 x eq. 29's
+  prediction; not measurable (holds None) when the 2-thread run got < 1.6 cores (cpu/wall).
+* paper004_eigenpro_epochs -- EigenPro reaches the test-error target (exact KRR's + slack) in
+  fewer epochs than the same loop without preconditioner (kernel SGD); time to target reported.
+
+    python benchmarks/reproduce.py --config config/reproduce.yaml --out results/reproduce
+    python benchmarks/reproduce.py --claims 003 000 --datasets dev_phoneme --max-train 2000
+
+writes ``<out>/verdicts.md`` and ``verdicts.csv`` and one MLflow run per claim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one BLAS thread: fit times are one-core times
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import realdata  # noqa: E402
+
+REPO = realdata.REPO
+EXPERIMENT = "kernelscale-reproduce"
+MARK = {True: "HOLDS", False: "DOES NOT HOLD", None: "NOT MEASURABLE"}
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------------------------
+class Data(SimpleNamespace):
+    """task ('binary' / 'multiclass' / 'regression'), X, y, Xt, yt, n_full (training rows before
+    subsampling)."""
+
+    @property
+    def kind(self) -> str:
+        return "regression" if self.task == "regression" else "classification"
+
+    def size_note(self) -> str:
+        sub = "" if len(self.X) == self.n_full else f" of {self.n_full:,} (subsampled)"
+        return f"n_train {len(self.X):,}{sub}, n_test {len(self.Xt):,}"
+
+
+def load(name, max_train, max_test=None, devdata=None, cache=None, seed=0) -> Data:
+    specs = realdata.load_devdata_specs(Path(devdata or realdata.DEFAULT_DEVDATA))
+    if name not in specs:
+        raise SystemExit(f"reproduce: unknown dataset {name!r}; known: {sorted(specs)}")
+    spec = specs[name]
+    X, y, Xt, yt, _ = realdata.prepared(name, spec, Path(cache or REPO / "results" / "realdata"
+                                                        / "data"))
+    n_full = X.shape[0]
+    X, y = realdata.subsample(X, y, max_train, seed)
+    Xt, yt = realdata.subsample(Xt, yt, max_test, seed + 1)
+    return Data(task=spec["task"], X=X, y=y, Xt=Xt, yt=yt, n_full=n_full, name=name)
+
+
+def verdict(paper, claim, d: Data, measured, holds, note="") -> dict:
+    return {"paper": paper, "claim": claim, "dataset": d.name, "n_train": len(d.X),
+            "n_train_full": d.n_full, "measured": measured, "holds": holds, "note": note}
+
+
+def _write_csv(rows, path: Path):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _figure(n_panels, claim_text, ncols_rows=1):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import textwrap
+
+    width = max(5.2 * n_panels, 7)
+    fig, axes = plt.subplots(ncols_rows, n_panels, figsize=(width, 4.3 * ncols_rows),
+                             squeeze=False)
+    fig.suptitle(textwrap.fill(claim_text, int(width * 12)), fontsize=10)
+    return fig, axes
+
+
+def _panel_title(ax, d: Data, v: dict):
+    ax.set_title(f"{d.name.removeprefix('dev_')}: {MARK[v['holds']]}\n{v['measured']}\n"
+                 f"{d.size_note()}", fontsize=8)
+
+
+def _save(fig, path: Path):
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _metric_name(d: Data) -> str:
+    return "test RMSE" if d.task == "regression" else "test error"
+
+
+# ---------------------------------------------------------------------------------------------
+# paper 003: DSG vs random features and Nystrom at equal time
+# ---------------------------------------------------------------------------------------------
+def decide_003(points: dict) -> tuple[str, bool, str]:
+    """``points``: method -> [(fit_s, score), ...] with "dsg" among them. DSG's last point against
+    each baseline's best score at fit time <= DSG's (lower is better)."""
+    t_dsg, e_dsg = points["dsg"][-1]
+    best, notes = {}, []
+    for m, pts in points.items():
+        if m == "dsg":
+            continue
+        within = [s for t, s in pts if t <= t_dsg]
+        if within:
+            best[m] = min(within)
+        else:
+            notes.append(f"{m}: no model within {t_dsg:.1f} s (fastest {min(t for t, _ in pts):.1f} s)")
+    rival = min(best.values()) if best else None
+    holds = rival is None or e_dsg <= rival
+    cells = ", ".join(f"{m} {s:.4f}" for m, s in best.items())
+    ratio = f"; DSG / best rival = {e_dsg / rival:.3f}" if rival else ""
+    measured = f"at {t_dsg:.1f} s: DSG {e_dsg:.4f}" + (f" vs {cells}" if cells else "") + ratio
+    return measured, holds, "; ".join(notes)
+
+
+def paper003_dsg_equal_time(datasets, max_train, out, *, max_test=None, segments=4,
+                            methods=("dsg", "rff_sgd", "nystrom"), devdata=None, cache=None):
+    from dsg_race_curves import curve
+    from threadpoolctl import threadpool_limits
+
+    claim = "DSG reaches a lower test error than RFF-SGD and Nystrom at equal fit time"
+    rows, verdicts, panels = [], [], []
+    with threadpool_limits(1):
+        for name in datasets:
+            d = load(name, max_train, max_test, devdata, cache)
+            pts = {}
+            for m in methods:
+                pts[m] = [(t, s) for _, t, s in curve(m, d.kind, (d.X, d.y, d.Xt, d.yt), segments)]
+                rows += [dict(dataset=name, method=m, fit_s=round(t, 3), score=round(s, 5),
+                              metric=_metric_name(d), n_train=len(d.X)) for t, s in pts[m]]
+                print(f"  003 {name} {m}: {pts[m]}", flush=True)
+            measured, holds, note = decide_003(pts)
+            verdicts.append(verdict("003", claim, d, measured, holds, note))
+            panels.append((d, pts, verdicts[-1]))
+    fig, axes = _figure(len(panels), f"Paper 003: {claim} (one thread; DSG's time = its last "
+                        "point, dotted)")
+    for ax, (d, pts, v) in zip(axes[0], panels, strict=True):
+        for m, p in pts.items():
+            ax.plot([t for t, _ in p], [s for _, s in p], "o-", ms=4, label=m)
+        ax.axvline(pts["dsg"][-1][0], color="k", ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("fit time, one thread (s)")
+        ax.set_ylabel(_metric_name(d))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        _panel_title(ax, d, v)
+    _finish(out, "paper003_dsg_equal_time", rows, fig)
+    return verdicts
+
+
+# ---------------------------------------------------------------------------------------------
+# paper 000: objective vs time, CDSG <= UDSG <= DSG
+# ---------------------------------------------------------------------------------------------
+def decide_000(curves: dict, tol: float) -> tuple[str, bool, float, dict]:
+    """``curves``: variant -> [(time, objective), ...] for dsg, udsg, cdsg. Objectives at the
+    shortest final time (interpolated); holds when CDSG <= UDSG (1 + tol) <= DSG (1 + tol)^2,
+    i.e. each step of the order within ``tol`` relative."""
+    t_eq = min(c[-1][0] for c in curves.values())
+    at = {v: float(np.interp(t_eq, [t for t, _ in c], [o for _, o in c]))
+          for v, c in curves.items()}
+    r1, r2 = at["cdsg"] / at["udsg"], at["udsg"] / at["dsg"]
+    holds = bool(r1 <= 1 + tol and r2 <= 1 + tol)
+    measured = (f"at {t_eq:.1f} s: CDSG/UDSG = {r1:.3f}, UDSG/DSG = {r2:.3f} "
+                f"(tolerance {tol:.0%})")
+    return measured, holds, t_eq, at
+
+
+def paper000_ordering(datasets, max_train, out, *, max_test=None, segments=6, epochs=1.0,
+                      sample=5000, tol=0.01, devdata=None, cache=None):
+    from dsg_ordering import run_arrays
+    from threadpoolctl import threadpool_limits
+
+    claim = "training objective at equal time: CDSG <= UDSG <= DSG"
+    rows, verdicts, panels = [], [], []
+    with threadpool_limits(1):
+        for name in datasets:
+            d = load(name, max_train, max_test, devdata, cache)
+            recs = run_arrays(name, d.task, (d.X, d.y, d.Xt, d.yt), segments, epochs, sample)
+            rows += recs
+            curves = {v: [(r["fit_s"], r["objective"]) for r in recs if r["variant"] == v]
+                      for v in ("dsg", "udsg", "cdsg")}
+            measured, holds, t_eq, _ = decide_000(curves, tol)
+            verdicts.append(verdict("000", claim, d, measured, holds,
+                                    f"loss term on {min(sample, len(d.X))} training rows; CPU "
+                                    "time of one-thread fits"))
+            panels.append((d, curves, t_eq, verdicts[-1]))
+    fig, axes = _figure(len(panels), f"Paper 000: {claim} (tolerance {tol:.0%}; one thread, "
+                        "CPU time; equal time dotted)")
+    for ax, (d, curves, t_eq, v) in zip(axes[0], panels, strict=True):
+        for var, c in curves.items():
+            ax.plot([t for t, _ in c], [o for _, o in c], "o-", ms=3, label=var.upper())
+        ax.axvline(t_eq, color="k", ls=":", lw=1)
+        ax.set_xlabel("fit time (CPU s, one thread)")
+        ax.set_ylabel("training loss (objective's data term)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        _panel_title(ax, d, v)
+    _finish(out, "paper000_ordering", rows, fig)
+    return verdicts
+
+
+# ---------------------------------------------------------------------------------------------
+# paper 002: RB vs RFF at equal R; CD's parallel speed-up
+# ---------------------------------------------------------------------------------------------
+def decide_002_rb(rows) -> tuple[str, bool]:
+    """``rows`` of ``rb_vs_fourier.compare`` for one dataset: RB <= RFF at a majority of R."""
+    rb = {r["R"]: r["test_error"] for r in rows if r["method"] == "RB+CG"}
+    rf = {r["R"]: r["test_error"] for r in rows if r["method"] == "RFF"}
+    Rs = sorted(rb)
+    wins = sum(rb[R] <= rf[R] for R in Rs)
+    ratio = float(np.median([rb[R] / rf[R] for R in Rs if rf[R] > 0] or [np.nan]))
+    measured = f"RB <= RFF at {wins}/{len(Rs)} R; median RB/RFF error = {ratio:.3f}"
+    return measured, wins * 2 > len(Rs)
+
+
+def paper002_rb_vs_rff(datasets, max_train, out, *, max_test=None,
+                       grids=(16, 32, 64, 128, 256), reg=0.01, tol=1e-3, devdata=None, cache=None):
+    from rb_vs_fourier import compare
+    from threadpoolctl import threadpool_limits
+
+    claim = "Random Binning reaches a lower test error than random Fourier features at equal R"
+    rows, verdicts, panels = [], [], []
+    with threadpool_limits(1):
+        for name in datasets:
+            d = load(name, max_train, max_test, devdata, cache)
+            r = compare(name, d.kind, d.X, d.Xt, d.y, d.yt, list(grids), reg, tol)
+            for x in r:
+                x["dataset"] = x.pop("data")
+            rows += r
+            measured, holds = decide_002_rb(r)
+            verdicts.append(verdict("002", claim, d, measured, holds,
+                                    f"ridge, Laplacian kernel, lambda={reg:g}; error: "
+                                    "relative RMSE (regression) or error rate"))
+            panels.append((d, r, verdicts[-1]))
+    fig, axes = _figure(len(panels), f"Paper 002: {claim} (top: error vs R; bottom: vs fit "
+                        "time, one thread)", 2)
+    for j, (d, r, v) in enumerate(panels):
+        for meth in ("RB+CG", "RFF"):
+            pts = [x for x in r if x["method"] == meth]
+            axes[0, j].plot([x["R"] for x in pts], [x["test_error"] for x in pts], "o-", label=meth)
+            axes[1, j].plot([x["fit_s"] for x in pts], [x["test_error"] for x in pts], "o-",
+                            label=meth)
+        axes[0, j].set_xscale("log", base=2)
+        axes[0, j].set_xlabel("R (grids / features)")
+        axes[1, j].set_xscale("log")
+        axes[1, j].set_xlabel("fit time (s)")
+        for ax in axes[:, j]:
+            ax.set_ylabel("relative RMSE" if d.task == "regression" else "test error")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        _panel_title(axes[0, j], d, v)
+    _finish(out, "paper002_rb_vs_rff", rows, fig)
+    return verdicts
+
+
+def decide_002_cd(rows, min_cores=1.6, share=0.75) -> tuple[str, bool | None, str]:
+    """``rows`` of ``cd_speedup.speedups`` with tau 1 and 2: RB's 2-thread speed-up against
+    ``share`` x eq. 29; None when the 2-thread RB run got fewer than ``min_cores`` cores."""
+    rb2 = next(r for r in rows if r["features"] == "RB" and r["tau"] == 2)
+    f2 = next((r for r in rows if r["features"] == "Fourier" and r["tau"] == 2), None)
+    measured = (f"RB speed-up {rb2['speedup']:.2f}x with 2 threads (eq. 29: "
+                f"{rb2['predicted']:.2f}x; cpu/wall {rb2['cpu_per_wall']:.2f})"
+                + (f"; Fourier {f2['speedup']:.2f}x" if f2 else ""))
+    if rb2["cpu_per_wall"] < min_cores:
+        return measured, None, (f"the box gave the 2-thread run only {rb2['cpu_per_wall']:.2f} "
+                                f"cores (load average {os.getloadavg()[0]:.1f}, "
+                                f"{os.cpu_count()} CPUs): speed-up not measurable here")
+    return measured, bool(rb2["speedup"] >= share * rb2["predicted"]), ""
+
+
+def paper002_cd_speedup(datasets, max_train, out, *, max_test=None, R=64, epochs=20, reg=1e-4,
+                        repeats=2, devdata=None, cache=None):
+    from cd_speedup import speedups
+
+    claim = "coordinate descent on RB features speeds up with threads (>= 0.75 x eq. 29, 2 threads)"
+    rows, verdicts, panels = [], [], []
+    for name in datasets:
+        d = load(name, max_train, max_test, devdata, cache)
+        if d.task != "binary":
+            raise SystemExit(f"reproduce: paper002_cd_speedup needs a binary dataset, {name} is "
+                             f"{d.task}")
+        y = np.where(d.y == np.unique(d.y)[-1], 1.0, -1.0)
+        r = speedups(d.X, y, R, (1, 2), epochs, reg, "squared_hinge", repeats)
+        for x in r:
+            x["dataset"] = name
+        rows += r
+        measured, holds, note = decide_002_cd(r)
+        verdicts.append(verdict("002", claim, d, measured, holds, note))
+        panels.append((d, r, verdicts[-1]))
+    fig, axes = _figure(len(panels), f"Paper 002: {claim} (R={R}, {epochs} epochs, best of "
+                        f"{repeats})")
+    for ax, (d, r, v) in zip(axes[0], panels, strict=True):
+        for k, feats in enumerate(("RB", "Fourier")):
+            pts = [x for x in r if x["features"] == feats]
+            ax.bar([x["tau"] + (k - 0.5) * 0.35 for x in pts], [x["speedup"] for x in pts],
+                   width=0.35, label=f"{feats} (measured)")
+        rb = [x for x in r if x["features"] == "RB"]
+        ax.plot([x["tau"] for x in rb], [x["predicted"] for x in rb], "k^--", label="RB eq. 29")
+        ax.set_xticks([x["tau"] for x in rb])
+        ax.set_xlabel("threads")
+        ax.set_ylabel("speed-up over 1 thread")
+        ax.legend(fontsize=8)
+        _panel_title(ax, d, v)
+    _finish(out, "paper002_cd_speedup", rows, fig)
+    return verdicts
+
+
+# ---------------------------------------------------------------------------------------------
+# paper 004: EigenPro vs plain kernel SGD, epochs and time to a target error
+# ---------------------------------------------------------------------------------------------
+def decide_004(ep: dict, sgd: dict, max_epochs: int) -> tuple[str, bool]:
+    """``ep`` / ``sgd``: {"epochs": int | None, "time": float | None} to the test target."""
+    def fmt(v, unit=""):
+        if v is None:
+            return f"not reached in {max_epochs} epochs" if unit else f">{max_epochs}"
+        return f"{v:.1f}{unit}" if unit else str(v)
+
+    e, s = ep["epochs"], sgd["epochs"]
+    holds = e is not None and (s is None or e < s)
+    ratio = (f"{s / e:.1f}x" if (e and s) else (f">{max_epochs / e:.1f}x" if e else "-"))
+    measured = (f"epochs to target: EigenPro {fmt(e)}, SGD {fmt(s)} ({ratio}); time "
+                f"{fmt(ep['time'], ' s')} vs {fmt(sgd['time'], ' s')}")
+    return measured, holds
+
+
+def paper004_eigenpro_epochs(datasets, max_train, out, *, max_test=None, max_epochs=15,
+                             k=160, M=2000, batch=256, alpha=1.0, slack=0.005, devdata=None,
+                             cache=None):
+    from eigenpro_vs_sgd import run
+    from threadpoolctl import threadpool_limits
+
+    claim = "EigenPro reaches the test-error target in fewer epochs than plain kernel SGD"
+    rows, verdicts, panels = [], [], []
+    args = SimpleNamespace(max_epochs=max_epochs, k=k, M=M, batch=batch, alpha=alpha, slack=slack)
+    with threadpool_limits(1):
+        for name in datasets:
+            d = load(name, max_train, max_test, devdata, cache)
+            if d.task == "regression":
+                raise SystemExit(f"reproduce: paper004 runs on classification data, {name} is not")
+            res = run(name, d.X, d.y, d.Xt, d.yt, "median", args)
+            curves = {}
+            for label, r in res["results"].items():
+                curves[label] = r["curve"]
+                rows += [dict(dataset=name, method=label, epoch=e, fit_s=round(t, 3),
+                              train_mse=m, test_error=err, target=res["test_target"])
+                         for e, t, m, err in r["curve"]]
+            hit = {lab: {"epochs": r["hit"]["test"], "time": r["hit_s"]["test"]}
+                   for lab, r in res["results"].items()}
+            measured, holds = decide_004(hit["EigenPro"], hit["SGD"], max_epochs)
+            verdicts.append(verdict("004", claim, d, measured, holds,
+                                    f"target = exact KRR (alpha={alpha}) test error "
+                                    f"{res['test_target'] - slack:.4f} + {slack}; EigenPro k="
+                                    f"{res['results']['EigenPro']['k']} (asked {k}), M={M}, "
+                                    f"batch {batch}; time includes EigenPro's set-up"))
+            panels.append((d, curves, res["test_target"], verdicts[-1]))
+    fig, axes = _figure(len(panels), f"Paper 004: {claim} (target dashed: exact KRR + {slack}; "
+                        "top: vs epochs, bottom: vs fit time)", 2)
+    for j, (d, curves, target, v) in enumerate(panels):
+        for label, c in curves.items():
+            axes[0, j].plot([e for e, *_ in c], [x[3] for x in c], "o-", ms=3, label=label)
+            axes[1, j].plot([x[1] for x in c], [x[3] for x in c], "o-", ms=3, label=label)
+        axes[0, j].set_xlabel("epochs")
+        axes[1, j].set_xlabel("fit time, one thread (s)")
+        for ax in axes[:, j]:
+            ax.axhline(target, color="k", ls="--", lw=1)
+            ax.set_ylabel("test error")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        _panel_title(axes[0, j], d, v)
+    _finish(out, "paper004_eigenpro_epochs", rows, fig)
+    return verdicts
+
+
+# ---------------------------------------------------------------------------------------------
+CLAIMS = {f.__name__: f for f in (paper003_dsg_equal_time, paper000_ordering, paper002_rb_vs_rff,
+                                  paper002_cd_speedup, paper004_eigenpro_epochs)}
+
+
+def _finish(out, stem, rows, fig):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_csv(rows, out / f"{stem}.csv")
+    _save(fig, out / f"{stem}.png")
+    print(f"wrote {out / stem}.csv / .png", flush=True)
+
+
+def select(names) -> list[str]:
+    """Claim names from full names or paper numbers ("002" = both of paper 002's claims)."""
+    out = []
+    for n in names:
+        hit = [c for c in CLAIMS if c == n or c.startswith(f"paper{n}_")]
+        if not hit:
+            raise SystemExit(f"reproduce: unknown claim {n!r}; known: {', '.join(CLAIMS)}")
+        out += [c for c in hit if c not in out]
+    return out
+
+
+def verdicts_markdown(verdicts, header="") -> str:
+    lines = [header, "| paper | claim | dataset | n train | measured | verdict | note |",
+             "|---|---|---|---|---|---|---|"]
+    for v in verdicts:
+        n = f"{v['n_train']:,}" + (f" of {v['n_train_full']:,}" if v["n_train_full"] != v["n_train"]
+                                   else "")
+        lines.append(f"| {v['paper']} | {v['claim']} | {v['dataset']} | {n} | {v['measured']} | "
+                     f"**{MARK[v['holds']]}** | {v['note']} |")
+    return "\n".join(lines) + "\n"
+
+
+def log_mlflow(uri, experiment, stem, settings, verdicts, files) -> str:
+    import mlflow
+
+    from kernelscale.pipeline.tracking import init_store
+
+    init_store(uri, experiment)
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment(experiment)
+    with mlflow.start_run(run_name=stem) as run:
+        mlflow.log_params({k: str(v)[:500] for k, v in settings.items()})
+        mlflow.set_tags({"paper": verdicts[0]["paper"] if verdicts else "", "claim": stem})
+        for v in verdicts:
+            if v["holds"] is not None:
+                mlflow.log_metric(f"holds.{v['dataset']}", float(v["holds"]))
+            mlflow.set_tag(f"measured.{v['dataset']}", v["measured"][:500])
+        for f in files:
+            if Path(f).is_file():
+                mlflow.log_artifact(str(f))
+        return run.info.run_id
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", help="config/reproduce.yaml: claims, datasets and sizes")
+    p.add_argument("--claims", nargs="+", help="claim names or paper numbers (003 000 002 004)")
+    p.add_argument("--datasets", nargs="+", help="override every claim's datasets")
+    p.add_argument("--max-train", type=int, help="override every claim's training subsample")
+    p.add_argument("--max-test", type=int, default=None)
+    p.add_argument("--out", default=str(REPO / "results" / "reproduce"))
+    p.add_argument("--devdata", default=None)
+    p.add_argument("--cache", default=str(REPO / "results" / "realdata" / "data"))
+    p.add_argument("--tracking-uri", default=f"sqlite:///{REPO / 'results' / 'mlflow.db'}",
+                   help="MLflow URI ('' for none)")
+    p.add_argument("--experiment", default=None)
+    a = p.parse_args(argv)
+
+    cfg = {}
+    if a.config:
+        import yaml
+
+        cfg = yaml.safe_load(Path(a.config).read_text()) or {}
+    claims_cfg = cfg.get("claims") or {}
+    names = select(a.claims) if a.claims else list(claims_cfg) or list(CLAIMS)
+    max_test = a.max_test if a.max_test is not None else cfg.get("max_test")
+    experiment = a.experiment or cfg.get("experiment") or EXPERIMENT
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started, load0 = time.perf_counter(), os.getloadavg()[0]
+    verdicts = []
+    for name in names:
+        opts = dict(claims_cfg.get(name) or {})
+        datasets = a.datasets or opts.pop("datasets", None)
+        opts.pop("datasets", None)
+        max_train = a.max_train or opts.pop("max_train", 5000)
+        opts.pop("max_train", None)
+        if not datasets:
+            raise SystemExit(f"reproduce: no datasets for {name} (config or --datasets)")
+        t = time.perf_counter()
+        print(f"== {name}: {datasets}, max_train {max_train}, {opts}", flush=True)
+        vs = CLAIMS[name](datasets, max_train, out, max_test=max_test, devdata=a.devdata,
+                          cache=a.cache, **opts)
+        wall = time.perf_counter() - t
+        for v in vs:
+            v["claim_id"], v["wall_s"] = name, round(wall, 1)
+        verdicts += vs
+        if a.tracking_uri:
+            settings = dict(opts, datasets=datasets, max_train=max_train, max_test=max_test,
+                            wall_s=round(wall, 1), machine=platform.node(), cpus=os.cpu_count())
+            rid = log_mlflow(a.tracking_uri, experiment, name, settings, vs,
+                             [out / f"{name}.csv", out / f"{name}.png"])
+            print(f"MLflow run {rid} ({experiment}, {a.tracking_uri})", flush=True)
+        print(f"== {name} done in {wall:.0f} s", flush=True)
+    wall = time.perf_counter() - started
+    _write_csv(verdicts, out / "verdicts.csv")
+    header = (f"# Seed papers' claims on devdata ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
+              f"\n\n{platform.node()}, {os.cpu_count()} CPUs, load average {load0:.1f} before / "
+              f"{os.getloadavg()[0]:.1f} after; wall time {wall:.0f} s. Training sets subsampled "
+              f"(n train column); test sets to {max_test or 'all'} rows. Figures: "
+              + ", ".join(f"[{n}]({n}.png)" for n in names) + ".\n\n"
+              f"Command: `python benchmarks/reproduce.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n")
+    (out / "verdicts.md").write_text(verdicts_markdown(verdicts, header))
+    print(f"wrote {out / 'verdicts.md'} ({wall:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""`make reproduce` (benchmarks/reproduce.py): the verdict rules on made-up curves, one claim end
+to end on a tiny devdata subsample, and the Snakemake target's plan."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEVDATA = Path(__file__).resolve().parents[2] / "shared" / "devdata"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import reproduce  # noqa: E402
+
+
+def test_003_dsg_against_baselines_within_its_time():
+    pts = {"dsg": [(1.0, 0.30), (2.0, 0.20)],
+           "rff_sgd": [(1.0, 0.25), (3.0, 0.10)],      # better, but only after DSG's time
+           "nystrom": [(0.5, 0.22), (4.0, 0.15)]}
+    measured, holds, note = reproduce.decide_003(pts)
+    assert holds and "DSG / best rival = 0.909" in measured and not note
+    pts["nystrom"] = [(0.5, 0.19)]
+    assert not reproduce.decide_003(pts)[1]
+    # a baseline with no model within DSG's time is beaten, and the note says so
+    measured, holds, note = reproduce.decide_003({"dsg": [(1.0, 0.3)], "nystrom": [(5.0, 0.1)]})
+    assert holds and "nystrom: no model within 1.0 s" in note
+
+
+def test_000_order_at_equal_time_with_tolerance():
+    curves = {"dsg": [(0, 1.0), (10, 0.50)], "udsg": [(0, 1.0), (10, 0.45)],
+              "cdsg": [(0, 1.0), (4, 0.40), (8, 0.30)]}
+    measured, holds, t_eq, at = reproduce.decide_000(curves, tol=0.01)
+    assert t_eq == 8 and holds and at["dsg"] == pytest.approx(0.6)
+    curves["cdsg"] = [(0, 1.0), (8, 0.56)]  # CDSG 0.56 vs UDSG 0.56: within 1 %
+    assert reproduce.decide_000(curves, tol=0.01)[1]
+    curves["cdsg"] = [(0, 1.0), (8, 0.60)]  # 7 % worse than UDSG
+    measured, holds, *_ = reproduce.decide_000(curves, tol=0.01)
+    assert not holds and "CDSG/UDSG = 1.071" in measured
+
+
+def test_002_majority_of_R_and_unmeasurable_speedup():
+    rows = [dict(R=R, method=m, test_error=e) for R, rb, rf in
+            ((16, 0.2, 0.3), (32, 0.2, 0.25), (64, 0.2, 0.1)) for m, e in (("RB+CG", rb), ("RFF", rf))]
+    measured, holds = reproduce.decide_002_rb(rows)
+    assert holds and measured.startswith("RB <= RFF at 2/3 R")
+    assert not reproduce.decide_002_rb(rows[:2] + [dict(R=32, method="RB+CG", test_error=1),
+                                                   dict(R=32, method="RFF", test_error=0.5),
+                                                   *rows[4:]])[1]
+
+    def cd(speedup, util):
+        return [dict(features="RB", tau=1, speedup=1.0, predicted=1.0, cpu_per_wall=1.0),
+                dict(features="RB", tau=2, speedup=speedup, predicted=1.9, cpu_per_wall=util)]
+
+    assert reproduce.decide_002_cd(cd(1.7, 1.95))[1] is True
+    assert reproduce.decide_002_cd(cd(1.0, 1.95))[1] is False
+    measured, holds, note = reproduce.decide_002_cd(cd(0.5, 0.9))
+    assert holds is None and "not measurable" in note
+
+
+def test_004_epochs_to_target():
+    m, holds = reproduce.decide_004({"epochs": 2, "time": 1.0}, {"epochs": 10, "time": 3.0}, 15)
+    assert holds and "(5.0x)" in m
+    m, holds = reproduce.decide_004({"epochs": 3, "time": 1.0}, {"epochs": None, "time": None}, 15)
+    assert holds and "SGD >15" in m and "not reached in 15 epochs" in m
+    assert not reproduce.decide_004({"epochs": None, "time": None}, {"epochs": 4, "time": 1}, 15)[1]
+    assert not reproduce.decide_004({"epochs": 4, "time": 1}, {"epochs": 4, "time": 1}, 15)[1]
+
+
+def test_select_by_paper_number():
+    assert reproduce.select(["002"]) == ["paper002_rb_vs_rff", "paper002_cd_speedup"]
+    assert reproduce.select(["000", "paper000_ordering"]) == ["paper000_ordering"]
+    with pytest.raises(SystemExit, match="unknown claim"):
+        reproduce.select(["999"])
+
+
+def test_one_claim_end_to_end_on_devdata(tmp_path):
+    if not DEVDATA.is_dir():
+        pytest.skip(f"{DEVDATA} is absent")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert reproduce.main(["--claims", "002", "--datasets", "dev_phoneme", "--max-train", "600",
+                           "--max-test", "300", "--out", str(tmp_path), "--tracking-uri", uri,
+                           "--cache", str(tmp_path / "cache")]) == 0
+    for stem in ("paper002_rb_vs_rff", "paper002_cd_speedup"):
+        assert (tmp_path / f"{stem}.png").stat().st_size > 0
+        assert (tmp_path / f"{stem}.csv").stat().st_size > 0
+    md = (tmp_path / "verdicts.md").read_text()
+    assert md.count("| 002 |") == 2 and "600 of 4,326" in md
+    assert any(m in md for m in ("**HOLDS**", "**DOES NOT HOLD**", "**NOT MEASURABLE**"))
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    runs = mlflow.search_runs(experiment_names=[reproduce.EXPERIMENT], output_format="list")
+    assert {r.info.run_name for r in runs} == {"paper002_rb_vs_rff", "paper002_cd_speedup"}
+
+
+def test_snakemake_plans_the_reproduce_target():
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "reproduce", "--cores",
+                        "2", "--forcerun", "reproduce"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-2000:]
+    cmd = [ln for ln in out.splitlines() if "reproduce.py" in ln]
+    assert cmd and "--config config/reproduce.yaml" in cmd[0] and "--tracking-uri" in cmd[0]
+    assert "results/reproduce/paper003_dsg_equal_time.png" in out

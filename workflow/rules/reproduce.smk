@@ -1,0 +1,36 @@
+# The seed papers' headline claims on the devdata sets (benchmarks/reproduce.py, issue 23):
+# `make reproduce` = `snakemake reproduce`. Claims, datasets and subsample sizes come from
+# config/reproduce.yaml; each claim is one MLflow run (experiment kernelscale-reproduce) in the
+# pipeline's tracking store. Not part of `all` (~10-15 minutes on 2 cores); the Makefile removes
+# verdicts.md first so that asking for it reruns it.
+
+
+rule reproduce:
+    input:
+        config="config/reproduce.yaml",
+    output:
+        md="results/reproduce/verdicts.md",
+        csv=report(
+            "results/reproduce/verdicts.csv",
+            caption="../report/reproduce.rst",
+            category="Reproduce",
+        ),
+        figures=[
+            report(
+                f"results/reproduce/{claim}.png",
+                caption="../report/reproduce.rst",
+                category="Reproduce",
+            )
+            for claim in plan.reproduce_claims("config/reproduce.yaml")
+        ],
+    params:
+        uri=TRACKING["uri"],
+        script=f"{workflow.basedir}/benchmarks/reproduce.py",
+    log:
+        "results/logs/reproduce.log",
+    threads: 2
+    conda:
+        "../../envs/cpu.yaml"
+    shell:
+        "python {params.script:q} --config {input.config:q} --out results/reproduce"
+        " --tracking-uri {params.uri:q} > {log} 2>&1"
