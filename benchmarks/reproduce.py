@@ -95,9 +95,9 @@ def _figure(n_panels, claim_text, ncols_rows=1):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     import textwrap
+
+    import matplotlib.pyplot as plt
 
     width = max(5.2 * n_panels, 7)
     fig, axes = plt.subplots(ncols_rows, n_panels, figsize=(width, 4.3 * ncols_rows),
