@@ -214,19 +214,74 @@ class GpuPeak:
         self.peak = max(self.peak, self.pool.total_bytes())
 
 
-SCALE_ESTIMATORS = {
-    # (registry name, parameters): batch sizes the GPU fills; passes bounded by --scale-cap
-    "dsg": ("dsg", dict(batch_size=8192, block_size=1024, bandwidth="median", engine={"dtype": "float32"})),
-    "cdsg": ("cdsg", dict(batch_size=8192, block_size=1024, bandwidth="median", engine={"dtype": "float32"})),
-    "eigenpro_rf": ("eigenpro_rf", dict(n_components=8192, bandwidth="median", engine={"dtype": "float32"})),
-    "rff_sgd": ("rff_sgd", dict(n_components=8192, batch_size=4096, bandwidth="median",
-                                engine={"dtype": "float32"})),
-}
+SCALE_ESTIMATORS = ("dsg", "udsg", "cdsg", "eigenpro_rf", "rff_sgd")
+ITERATIVE = ("dsg", "udsg", "cdsg")
 
 
-def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, log=print):
-    from kernelscale.io import open_zarr
+def race(X, y, Xte, yte, names, *, bayes: float, budget_mb: float, cap_s: float,
+         caps: dict | None = None, bandwidth="auto", segment_epochs: float = 0.25, max_epochs: float = 8.0,
+         target: float = 0.005, extra: dict | None = None, log=print) -> list[dict]:
+    """Each estimator at its defaults (``bandwidth`` aside) on the GPU, streamed from the zarr
+    arrays ``X, y`` under ``memory_budget=budget_mb``, fitted in warm-started segments of
+    ``segment_epochs`` epochs (DSG family; one epoch for the others) until ``cap_s`` seconds of
+    fitting (``caps[name]`` where given), ``max_epochs`` epochs, or the test error within ``target`` of ``bayes`` (when given:
+    the time to get there is recorded). Fit time includes reading the data; the test error after
+    each segment is measured outside it."""
+    from kernelscale.estimators.dsg import auto_sizes
     from kernelscale.pipeline import registry
+
+    n, d = X.shape
+    rows = []
+    for name in names:
+        iterative = name in ITERATIVE
+        engine = {"device": "gpu", "memory_budget": budget_mb, "dtype": "float32"}
+        est = registry.make_estimator(name, "classification", engine=engine, random_state=0,
+                                      warm_start=True, bandwidth=bandwidth)
+        if iterative:
+            B = min(n, auto_sizes(n, d)[1])
+            per_segment = max(1, int(np.ceil(segment_epochs * n / B)))
+            est.set_params(n_iter=per_segment)
+        else:
+            est.set_params(n_iter="1 epochs")
+        fit_s, epochs, curve, reached = 0.0, 0.0, [], None
+        cap = (caps or {}).get(name, cap_s)
+        with GpuPeak() as peak:
+            while fit_s < cap and epochs < max_epochs - 1e-9:
+                t = time.perf_counter()
+                est.fit(X, y)
+                fit_s += time.perf_counter() - t
+                epochs = (est.n_iter_ * est.batch_size_ / n) if iterative else epochs + 1
+                err = float(np.mean(est.predict(Xte) != yte))
+                curve.append((round(fit_s, 1), round(epochs, 3), err))
+                log(f"[race] {name}: {fit_s:.0f} s, {epochs:.2f} passes, test error "
+                    f"{100 * err:.2f} %" + (f" (Bayes {100 * bayes:.2f} %)" if bayes else ""))
+                if bayes is not None and reached is None and err <= bayes + target:
+                    reached = fit_s
+                    break
+        t = time.perf_counter()
+        err = float(np.mean(est.predict(Xte) != yte))
+        pred_s = time.perf_counter() - t
+        chosen = {k: getattr(est, k, None) for k in ("batch_size_", "block_size_", "n_blocks_",
+                                                     "n_components_", "bandwidth_", "reg_",
+                                                     "eta0_", "window_rows_")}
+        rows.append(dict(estimator=name, n_train=n, d=d, fit_s=round(fit_s, 1), passes=epochs,
+                         test_error=err, bayes_error=bayes, time_to_target_s=reached,
+                         predict_s=round(pred_s, 2), n_test=len(yte),
+                         gpu_peak_mib=round(peak.peak / 2**20), budget_mb=budget_mb,
+                         bandwidth=bandwidth, chosen=json.dumps({k: (float(v) if isinstance(
+                             v, (float, np.floating)) else v) for k, v in chosen.items()
+                             if v is not None}),
+                         curve=json.dumps(curve), **(extra or {})))
+        log(f"[race] {name}: done, {fit_s:.0f} s, {epochs:.2f} passes, test error {100 * err:.2f} %,"
+            f" GPU peak {peak.peak / 2**20:.0f} MiB, {rows[-1]['chosen']}")
+        del est
+        _cp().get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, log=print,
+          **race_kw):
+    from kernelscale.io import open_zarr
     from kernelscale.pipeline.data.bayes import bayes_error, bayes_params
 
     path = Path(workdir) / "scale.zarr"
@@ -237,47 +292,71 @@ def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, l
     log(f"[scale] wrote {n:,} + {n_test:,} rows x {D_SCALE} to {path} in {gen_s:.0f} s "
         f"(Bayes error of the test rows {100 * bayes:.2f} %, of the distribution "
         f"{100 * bayes_population:.3f} %)")
-    X, y = open_zarr(path, "X"), open_zarr(path, "y")[:]
+    X, y = open_zarr(path, "X"), open_zarr(path, "y")[:]  # labels: 10 MB at 10^7 rows
     Xte, yte = open_zarr(path, "X_test")[:], open_zarr(path, "y_test")[:]
-    rows = []
-    for name in names:
-        algo, params = SCALE_ESTIMATORS[name]
-        iterative = algo in ("dsg", "cdsg", "udsg")
-        params = dict(params)
-        engine = {"device": "gpu", "memory_budget": budget_mb, **params.pop("engine", {})}
-        est = registry.make_estimator(algo, "classification", engine=engine, random_state=0,
-                                      warm_start=True, **params)
-        # segments: DSG-family 100 iterations each; the others one epoch each; until cap_s
-        est.set_params(n_iter=100 if iterative else "1 epochs")
-        fit_s, segments, curve = 0.0, 0, []
-        with GpuPeak() as peak:
-            while fit_s < cap_s:
-                t = time.perf_counter()
-                est.fit(X, y)
-                fit_s += time.perf_counter() - t
-                segments += 1
-                err = float(np.mean(est.predict(Xte) != yte))
-                curve.append((round(fit_s, 1), err))
-                log(f"[scale] {name}: segment {segments}, {fit_s:.0f} s, test error "
-                    f"{100 * err:.2f} %")
-                if not iterative and segments >= 3:
-                    break
-        t = time.perf_counter()
-        err = float(np.mean(est.predict(Xte) != yte))
-        pred_s = time.perf_counter() - t
-        rows_seen = (segments * 100 * params["batch_size"]) if iterative else segments * n
-        rows.append(dict(estimator=name, n_train=n, fit_s=fit_s, rows_seen=rows_seen,
-                         passes=rows_seen / n, test_error=err, bayes_error=bayes,
-                         bayes_error_population=bayes_population,
-                         predict_s=pred_s, n_test=n_test,
-                         gpu_peak_mib=peak.peak / 2**20, budget_mb=budget_mb,
-                         engine={"window_rows": getattr(est, "window_rows_", None)},
-                         curve=json.dumps(curve)))
-        log(f"[scale] {name}: {fit_s:.0f} s, {rows_seen / n:.2f} passes, test error "
-            f"{100 * err:.2f} % (Bayes {100 * bayes:.2f} %), GPU peak {peak.peak / 2**20:.0f} MiB"
-            f" (budget {budget_mb:g} MB, window {getattr(est, 'window_rows_', None)} rows)")
-        del est
-        _cp().get_default_memory_pool().free_all_blocks()
+    rows = race(X, y, Xte, yte, names, bayes=bayes, budget_mb=budget_mb, cap_s=cap_s, log=log,
+                extra={"bayes_error_population": bayes_population}, **race_kw)
+    return rows, gen_s
+
+
+# -- deformed Fashion-MNIST ----------------------------------------------------------------------
+
+
+def _deformed_worker(job):
+    params, index, path, fashion = job
+    import zarr
+
+    from kernelscale.pipeline.data.deformed import BLOCK_ROWS, deformed_block
+    from kernelscale.pipeline.data.readers.idx import load_idx_images
+
+    global _IMAGES
+    if "_IMAGES" not in globals():
+        _IMAGES = load_idx_images(fashion / "train-images-idx3-ubyte.gz",
+                                  fashion / "train-labels-idx1-ubyte.gz")
+    X, y = deformed_block(params, index, *_IMAGES)
+    g = zarr.open_group(str(path), mode="r+")
+    lo = index * BLOCK_ROWS
+    g["X"][lo:lo + len(X)] = X / np.float32(255)  # one 8192-row chunk per block: no overlap
+    g["y"][lo:lo + len(X)] = y.astype(np.int8)
+    return index
+
+
+def write_deformed(path: Path, n: int, fashion: Path, workers: int) -> float:
+    """Generator ``deformed`` (the pipeline's MNIST-8M construction) on Fashion-MNIST: n rows
+    (the 60,000 originals first) to zarr, pixels / 255 as float32, one 8192-row chunk per block,
+    blocks written by ``workers`` processes (each block a pure function of (seed, block))."""
+    import multiprocessing as mp
+
+    import zarr
+
+    from kernelscale.pipeline.data.deformed import BLOCK_ROWS, DEFAULTS, n_blocks
+
+    params = dict(DEFAULTS, n_samples=n)
+    g = zarr.open_group(str(path), mode="w")
+    g.create_array("X", shape=(n, 784), chunks=(BLOCK_ROWS, 784), dtype="f4", compressors=None)
+    g.create_array("y", shape=(n,), chunks=(BLOCK_ROWS,), dtype="i1", compressors=None)
+    t = time.perf_counter()
+    jobs = [(params, i, path, fashion) for i in range(n_blocks(params))]
+    with mp.get_context("fork").Pool(workers) as pool:
+        for _ in pool.imap_unordered(_deformed_worker, jobs):
+            pass
+    return time.perf_counter() - t
+
+
+def deformed(n: int, budget_mb: float, cap_s: float, names, workdir, fashion: Path, log=print,
+             **race_kw):
+    from kernelscale.io import open_zarr
+    from kernelscale.pipeline.data.readers.idx import load_idx_images
+
+    path = Path(workdir) / "deformed.zarr"
+    gen_s = write_deformed(path, n, fashion, max(1, (os.cpu_count() or 2) - 1))
+    log(f"[deformed] wrote {n:,} rows x 784 to {path} in {gen_s:.0f} s")
+    Xte, yte = load_idx_images(fashion / "t10k-images-idx3-ubyte.gz",
+                               fashion / "t10k-labels-idx1-ubyte.gz")
+    Xte = Xte.reshape(len(Xte), -1).astype(np.float32) / np.float32(255)
+    X, y = open_zarr(path, "X"), open_zarr(path, "y")[:]
+    rows = race(X, y, Xte, yte.astype(np.int64), names, bayes=None, budget_mb=budget_mb,
+                cap_s=cap_s, log=log, extra={"data": f"fashion-deformed-{n}"}, **race_kw)
     return rows, gen_s
 
 
@@ -307,6 +386,14 @@ def main(argv=None) -> int:
     p.add_argument("--budget-mb", type=float, default=1024.0)
     p.add_argument("--scale-cap", type=float, default=60.0, help="fit seconds per estimator")
     p.add_argument("--estimators", nargs="*", default=list(SCALE_ESTIMATORS))
+    p.add_argument("--caps", nargs="*", default=[], metavar="NAME=SECONDS",
+                   help="fit-time caps per estimator (else --scale-cap)")
+    p.add_argument("--bandwidth", default="auto", help="every estimator's bandwidth")
+    p.add_argument("--segment-epochs", type=float, default=0.25,
+                   help="DSG family: epochs per warm-started segment (one point of the curve)")
+    p.add_argument("--max-epochs", type=float, default=8.0)
+    p.add_argument("--deformed-n", type=int, default=1_000_000)
+    p.add_argument("--fashion", type=Path, default=Path(".devdata/fashion-mnist"))
     p.add_argument("--workdir", default=None, help="where the zarr data goes (default: a temp dir)")
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--tag", default=time.strftime("%Y-%m-%d") + "-gpu")
@@ -324,13 +411,24 @@ def main(argv=None) -> int:
         md += ["## Blocks (float32)\n", _md(rows), ""]
     if "dsg-profile" in args.sections:
         dsg_profile(lambda s: print(s, flush=True))
+    race_kw = dict(caps={k: float(v) for k, v in (c.split("=") for c in args.caps)},
+                   bandwidth=args.bandwidth, segment_epochs=args.segment_epochs,
+                   max_epochs=args.max_epochs)
     if "scale" in args.sections:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             rows, gen_s = scale(args.n, args.n_test, args.budget_mb, args.scale_cap,
-                                args.estimators, tmp, lambda s: print(s, flush=True))
+                                args.estimators, tmp, lambda s: print(s, flush=True), **race_kw)
         _write(rows, out / f"gpu-scale-{args.tag}.csv")
         md += [f"## {args.n:,} points streamed from zarr (generated in {gen_s:.0f} s)\n", _md(rows),
                ""]
+    if "deformed" in args.sections:
+        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            rows, gen_s = deformed(args.deformed_n, args.budget_mb, args.scale_cap,
+                                   args.estimators, tmp, args.fashion,
+                                   lambda s: print(s, flush=True), **race_kw)
+        _write(rows, out / f"gpu-deformed-{args.tag}.csv")
+        md += [f"## Fashion-MNIST deformed, {args.deformed_n:,} rows (generated in {gen_s:.0f} s)\n",
+               _md(rows), ""]
     (out / f"gpu-{args.tag}.md").write_text("\n".join(md) + "\n")
     print(f"wrote {out}/gpu-{args.tag}.md", flush=True)
     return 0
