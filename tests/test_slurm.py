@@ -222,3 +222,27 @@ def test_plugin_turns_gpu_resource_into_gpus_flag():
 
     assert set_gres_string(Job(gpu=1)).strip() == "--gpus=1"
     assert set_gres_string(Job(gpu=0)).strip() == ""
+
+
+def test_gpu_10m_config_asks_slurm_for_a_gpu_per_train_job(tmp_path):
+    """config/gpu-10m.yaml (issue 21's 10^7-point race as a pipeline run) under the Slurm
+    profile: every train job carries gpu=1 (--gpus=1, test above), prepare asks for none."""
+    from test_workflow_pipeline import SNAKEMAKE
+
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for name in ("workflow", "config", "slurm", "profiles", "envs"):
+        shutil.copytree(ROOT / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    r = subprocess.run([*SNAKEMAKE, "-n", "--profile", "slurm", "--configfile", "config.yaml",
+                        "config/gpu-10m.yaml"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    blocks = out.split("rule ")
+    train = [b for b in blocks if b.startswith("train:")]
+    algorithms = yaml.safe_load((ROOT / "config" / "gpu-10m.yaml").read_text())["algorithms"]
+    assert len(train) == len(algorithms), out[-3000:]
+    assert all("gpu=1" in b and "dataset=bayes_10m" in b for b in train), out[-3000:]
+    prepare = [b for b in blocks if b.startswith("prepare:")]
+    assert prepare and not any("gpu=1" in b for b in prepare)
