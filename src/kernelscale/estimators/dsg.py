@@ -18,13 +18,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..backend import namespace, predict_device, resolve_device
 from ..budget import budget_window
+from ..distributed import current_client
+from ..distributed_dsg import SpreadDSG
 from ..kernels import FourierBlocks
 from ..losses import make_loss, sigmoid, softmax
 from ..preconditioners import subsample_indices
 from ..rng import seed_from
 from ..solvers._common import Progress
 from ..solvers.dsg import DSGConfig, DSGModel, DSGSolver, group_bytes
-from ..stream import BatchStream, predict_rows, take_rows
+from ..stream import BatchStream, is_in_memory, predict_rows, take_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
 from ._base import doc_indent as _indent
 from ._kernel_common import auto_kernel
@@ -336,6 +338,15 @@ class _DSGBase(KernelscaleEstimator):
             Xb, yb = stream.batch(t)
             return Xb, encode(yb, xp)
 
+        spread = None
+        client = current_client()
+        if client is not None and not is_in_memory(X):
+            # data-parallel steps: each dask worker reads and works on its share of every batch
+            spread = batches = SpreadDSG(
+                client, X, y_stream, encode,
+                dict(batch_size=self._batch(), seed=stream_seed, dtype=self.model_.blocks.dtype,
+                     window_rows=window_rows), self.solver_, stream=stream)
+
         if self.solver_.config.precondition == "eigenpro":
             n = int(X.shape[0])
             idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed_)
@@ -349,6 +360,12 @@ class _DSGBase(KernelscaleEstimator):
         finally:
             progress.close()
             stream.close()
+            if spread is not None:
+                spread.close()
+                # what the fit sent and received (array payloads), for the cost model
+                self.spread_ = {"workers": spread.W, "round_trips": spread.round_trips,
+                                "bytes_sent": spread.bytes_sent,
+                                "bytes_received": spread.bytes_received}
             self.solver_.X_S = None  # read again by the next fit: the model keeps no data
         self.n_iter_ = self.solver_.t
         self.n_blocks_ = self.model_.n_blocks

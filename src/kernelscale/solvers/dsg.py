@@ -414,10 +414,17 @@ class DSGSolver:
 
     def step(self, X, Y) -> dict:
         """One iteration on batch (X, Y) (device arrays); returns the iteration's record."""
-        cfg, model, xp = self.config, self.model, self.model.xp
+        return self.step_rows(LocalRows(self, X, Y))
+
+    def step_rows(self, rows: LocalRows) -> dict:
+        """One iteration whose row work (f on the batch, the loss derivative, the block's
+        products) ``rows`` does: here (``LocalRows``) or spread over dask workers
+        (``kernelscale.distributed_dsg``); the choices and the update are made here."""
+        cfg, model = self.config, self.model
         self.t += 1
         t = self.t
         if self.eta0 is None:
+            X, Y = rows.first_batch()
             # block Newton: a Newton step of the square loss in the block's span, at most
             # 1 / (1 + nu) so that the shrink factor stays positive
             if cfg.precondition == "eigenpro":
@@ -427,39 +434,37 @@ class DSGSolver:
             if cfg.precondition is not True:
                 self.eta0 = min(self.eta0, self._noise_cap(X, Y, self.horizon))
         gamma = cfg.step_size(t, self.eta0)
-        u = model.decision(X)
-        g = self.loss.deriv(u, Y)
-        batch_loss = float(self.loss.value(u, Y).mean())
-        # the same batch's objective at f = 0: the watch's yardstick, free of batch-to-batch noise
-        self.zero_objective = float(self.loss.value(xp.zeros_like(u), Y).mean())
-        g_bar = np.asarray(g.mean(axis=0).get() if hasattr(g, "get") else g.mean(axis=0), dtype=np.float64)
+        # batch objective, the same batch's objective at f = 0 (the watch's yardstick, free of
+        # batch-to-batch noise), mean derivative, max |derivative|
+        batch_loss, self.zero_objective, g_bar, g_max = rows.forward()
         if cfg.variant == "cdsg" and self.loss.lipschitz is None:
-            self.grad_max = max(self.grad_max, float(xp.abs(g).max()))
-        k, step = self._choose(t, gamma, g_bar, X.shape[0])
+            self.grad_max = max(self.grad_max, g_max)
+        B = rows.n_rows
+        k, step = self._choose(t, gamma, g_bar, B)
         new = k is None
         if new:
             k = model.new_block()
         model.shrink(1.0 - step * cfg.reg)
-        Z = model.blocks.features(X, k)
-        grad = Z.T @ g
-        grad /= X.shape[0]
+        want_cov = bool(cfg.precondition) and cfg.precondition != "eigenpro"
+        grad, cov = rows.block_products(k, want_cov)
+        grad /= B
         if cfg.precondition == "eigenpro":
-            grad = self._eigenpro(k, X.shape[0]).apply(grad)
+            grad = self._eigenpro(k, B).apply(grad)
         elif cfg.precondition:
-            cov = Z.T @ Z
-            cov /= X.shape[0]
+            xp = model.xp
+            cov /= B
             if self.newton_ridge is None:
-                self.newton_ridge = self._newton_ridge(cov, X.shape[0])
-            ridge = max(cfg.reg + RIDGE_FACTOR * float(xp.trace(cov)) / X.shape[0],
-                        self.newton_ridge)
+                self.newton_ridge = self._newton_ridge(cov, B)
+            ridge = max(cfg.reg + RIDGE_FACTOR * float(xp.trace(cov)) / B, self.newton_ridge)
             cov[xp.diag_indices_from(cov)] += ridge
             grad = xp.linalg.solve(cov, grad)
         model.coef[k] -= (step / model.scale) * grad
         model.beta[k] -= (step / model.scale) * g_bar
         if new and cfg.variant == "cdsg":
-            model.sigma2[k] = self._block_variance(Z, X)
+            model.sigma2[k] = rows.block_variance(k)
         if hasattr(self.loss, "update_offset"):
-            self.loss.update_offset(u, gamma)
+            self.loss.update_offset(rows.u, gamma)
+        rows.updated(k, new, 1.0 - step * cfg.reg)
         return {"iter": t, "objective": batch_loss, "n_blocks": model.n_blocks, "step": step,
                 "new_block": bool(new)}
 
@@ -495,8 +500,8 @@ class DSGSolver:
         if not self.horizon:
             self.horizon = int(n_iter)
         for _ in range(int(n_iter)):
-            X, Y = batches(self.t)
-            rec = self.step(X, Y)
+            batch = batches(self.t)  # (X, Y), or the row work of a spread batch
+            rec = self.step(*batch) if isinstance(batch, tuple) else self.step_rows(batch)
             self._watch(rec)
             synchronize(self.model.xp)
             rec["time"] = base + time.perf_counter() - t_start
@@ -518,6 +523,45 @@ class DSGSolver:
             raise _diverged(f"diverged or learned nothing by iteration {self.t}",
                             f"average batch objective {self.obj_avg:.3g}, "
                             f"{self.obj_avg / self.zero_avg:.3g} x that of f = 0")
+
+
+class LocalRows:
+    """The row work of one iteration on a batch held here: what ``DSGSolver.step_rows`` asks of
+    a batch, with the in-process arithmetic (``kernelscale.distributed_dsg.SpreadRows`` does the
+    same over dask workers and adds their partial sums in worker order)."""
+
+    def __init__(self, solver: DSGSolver, X, Y):
+        self.solver, self.X, self.Y = solver, X, Y
+        self.n_rows = int(X.shape[0])
+        self.u = self.g = self.Z = None
+
+    def first_batch(self):
+        """The batch itself (the first step sets eta0 from it)."""
+        return self.X, self.Y
+
+    def forward(self) -> tuple[float, float, np.ndarray, float]:
+        """u = f(X_b) (Alg. 2) and g = loss'(u, y); returns the batch objective, the objective
+        at f = 0, mean(g) (host, float64) and max |g|."""
+        loss = self.solver.loss
+        u = self.u = self.solver.model.decision(self.X)
+        g = self.g = loss.deriv(u, self.Y)
+        obj = float(loss.value(u, self.Y).mean())
+        zero = float(loss.value(self.solver.model.xp.zeros_like(u), self.Y).mean())
+        g_bar = np.asarray(to_numpy(g.mean(axis=0)), dtype=np.float64)
+        g_max = float(abs(g).max()) if self.solver.config.variant == "cdsg" else 0.0
+        return obj, zero, g_bar, g_max
+
+    def block_products(self, k: int, want_cov: bool):
+        """(phi_k^T g, phi_k^T phi_k or None), both unscaled by 1 / B."""
+        Z = self.Z = self.solver.model.blocks.features(self.X, k)
+        return Z.T @ self.g, (Z.T @ Z if want_cov else None)
+
+    def block_variance(self, k: int) -> float:
+        return self.solver._block_variance(self.Z, self.X)
+
+    def updated(self, k: int, new: bool, factor: float) -> None:
+        """Block k (``new`` or old) has its new value after a shrink by ``factor`` (spread rows
+        send this to the workers' replicas)."""
 
 
 def _diverged(when: str, what: str) -> FloatingPointError:

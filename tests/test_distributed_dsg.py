@@ -1,0 +1,138 @@
+"""DSG / UDSG / CDSG with each batch spread over dask worker processes (kernelscale.distributed_dsg):
+the same model as the in-process fit up to the order of additions, the same model from run to
+run, the traffic the cost model counts, a worker lost mid-fit, and what cannot be spread."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+zarr = pytest.importorskip("zarr")
+
+from kernelscale.distributed import client_for, use_client  # noqa: E402
+from kernelscale.estimators import DSGClassifier, DSGOneClass, DSGRegressor  # noqa: E402
+
+N, D = 6000, 8
+KW = dict(n_iter=24, batch_size=512, block_size=64, random_state=0,
+          engine={"dtype": "float64"})
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = client_for(None, n_workers=2, processes=True)
+    yield c
+    c.close()
+    c.cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D))
+    f = np.sin(X[:, :3].sum(axis=1))
+    y_clf = (f > 0).astype(int) + (X[:, 3] > 1).astype(int)  # three classes
+    y_reg = f + 0.1 * rng.standard_normal(N)
+    root = zarr.open_group(str(tmp_path_factory.mktemp("spread") / "d.zarr"), mode="w")
+    Xz = root.create_array("X", shape=X.shape, chunks=(1000, D), dtype="f8")
+    Xz[:] = X
+    return Xz, X, y_clf, y_reg
+
+
+def _out(est, X):
+    return est.decision_function(X) if hasattr(est, "decision_function") else est.predict(X)
+
+
+@pytest.mark.parametrize("variant", ["dsg", "udsg", "cdsg"])
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_spread_fit_matches_in_process(client, data, variant, task):
+    Xz, X, y_clf, y_reg = data
+    Est, y = (DSGClassifier, y_clf) if task == "classification" else (DSGRegressor, y_reg)
+    local = Est(variant=variant, **KW).fit(Xz, y)
+    with use_client(client):
+        spread = Est(variant=variant, **KW).fit(Xz, y)
+    assert spread.spread_["workers"] == 2 and not hasattr(local, "spread_")
+    # the same choices (blocks drawn, reused, checked) and, float64, outputs equal to rounding
+    assert spread.history_["n_blocks"] == local.history_["n_blocks"]
+    a, b = _out(local, X[:500]), _out(spread, X[:500])
+    assert np.max(np.abs(a - b)) <= 1e-9 * (1 + np.max(np.abs(a)))
+
+
+def test_spread_fit_is_deterministic_and_warm_starts_like_one_fit(client, data):
+    Xz, X, y, _ = data
+    with use_client(client):
+        one = DSGClassifier(variant="cdsg", **KW).fit(Xz, y)
+        again = DSGClassifier(variant="cdsg", **KW).fit(Xz, y)
+        seg = DSGClassifier(variant="cdsg", warm_start=True, **{**KW, "n_iter": 12})
+        seg.fit(Xz, y).fit(Xz, y)
+    np.testing.assert_array_equal(_out(one, X), _out(again, X))
+    np.testing.assert_array_equal(_out(one, X), _out(seg, X))
+
+
+def test_spread_traffic_is_what_the_cost_model_counts(client, data):
+    """Per step: a forward call (the last block update out; C float64 sums back) and a block
+    call (phi_k^T g, and phi_k^T phi_k for the block Newton step of classification)."""
+    Xz, _, y, _ = data
+    with use_client(client):
+        est = DSGClassifier(**KW).fit(Xz, y)
+    s, T, W, F, C = est.spread_, est.n_iter_, 2, 64, 3
+    assert s["round_trips"] == 2 * T
+    assert s["bytes_received"] == T * W * (C * 8 + (F * C + F * F) * 8)
+    assert s["bytes_sent"] == (T - 1) * W * F * C * 8  # every step's update but the last
+
+
+def test_spread_fit_survives_a_lost_worker(data):
+    Xz, X, y, _ = data
+    kw = {**KW, "n_iter": 120}
+    local = DSGClassifier(**kw).fit(Xz, y)
+    c = client_for(None, n_workers=3, processes=True)
+    est, caught, errors = DSGClassifier(**kw), [], []
+
+    def fit():
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                with use_client(c):
+                    est.fit(Xz, y)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+            caught.extend(x for x in w if issubclass(x.category, RuntimeWarning))
+
+    try:
+        victim = sorted(c.scheduler_info()["workers"])[1]
+        pid = c.run(os.getpid, workers=[victim])[victim]
+        thread = threading.Thread(target=fit)
+        thread.start()
+        deadline = time.time() + 60
+        while len(getattr(est, "history_", {}).get("iter", [])) < 10 and time.time() < deadline:
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)  # the worker process dies mid-fit
+        thread.join(timeout=300)
+    finally:
+        c.close()
+        c.cluster.close()
+    assert not errors, errors
+    msgs = [str(w.message) for w in caught if "lost dask worker" in str(w.message)]
+    assert len(msgs) == 1 and "\n" not in msgs[0] and victim in msgs[0], msgs
+    assert est.spread_["workers"] == 2 and est.n_iter_ == 120
+    a, b = _out(local, X[:500]), _out(est, X[:500])
+    assert np.max(np.abs(a - b)) <= 1e-9 * (1 + np.max(np.abs(a)))
+
+
+def test_one_class_is_not_spread(client, data):
+    Xz = data[0]
+    with use_client(client), pytest.raises(ValueError, match="one-class loss cannot spread"):
+        DSGOneClass(**KW).fit(Xz)
+
+
+def test_in_memory_data_trains_in_process(client, data):
+    _, X, y, _ = data
+    with use_client(client):
+        est = DSGClassifier(**KW).fit(X, y)
+    assert not hasattr(est, "spread_")
