@@ -63,6 +63,10 @@ def main(argv=None) -> int:
     p.add_argument("--iters", type=int, default=10, help="timed iterations")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--out", default="benchmarks/results/spread-dsg.csv")
+    p.add_argument("--method", choices=["dsg", "nystrom", "rb_cg"], default="dsg",
+                   help="nystrom / rb_cg: whole fits timed (their chunked products on the "
+                        "workers), at --n-components")
+    p.add_argument("--n-components", type=int, default=2000)
     p.add_argument("--model", action="store_true", help="print the cost model's table and stop")
     args = p.parse_args(argv)
     if args.model:
@@ -94,7 +98,29 @@ def main(argv=None) -> int:
         kw = dict(batch_size=args.batch_size, block_size=args.block_size, random_state=0,
                   warm_start=True, engine={"dtype": "float32"})
 
+        def run_whole(setting, client=None, threads=1):
+            from kernelscale.estimators import NystromRidgeClassifier, RBClassifier
+
+            est = (NystromRidgeClassifier(n_components=args.n_components, random_state=0)
+                   if args.method == "nystrom" else
+                   RBClassifier(n_components=args.n_components, random_state=0))
+            with threadpool_limits(threads):
+                t = time.perf_counter()
+                if client is None:
+                    est.fit(X, y)
+                else:
+                    with use_client(client):
+                        est.fit(X, y)
+                sec = time.perf_counter() - t
+            row = dict(setting=setting, method=args.method, n=args.n,
+                       n_components=args.n_components, fit_s=round(sec, 2),
+                       test_error=float(np.mean(est.predict(Xt) != yt)))
+            print(row, flush=True)
+            rows.append(row)
+
         def run(setting, client=None, threads=1):
+            if args.method != "dsg":
+                return run_whole(setting, client, threads)
             est = DSGClassifier(n_iter=args.warm, **kw)
             with threadpool_limits(threads):
                 if client is None:

@@ -292,16 +292,18 @@ def test_cli_unreachable_scheduler_is_one_line_error(tmp_path, capsys):
 def test_config_dask_section_to_job_environment(tmp_path, monkeypatch):
     import yaml
 
-    from kernelscale.distributed import SCHEDULER_ENV, WORKERS_ENV, environment
+    from kernelscale.distributed import SCHEDULER_ENV, SLURM_ENV, WORKERS_ENV, environment
     from kernelscale.pipeline.cli import build_parser, main
     from kernelscale.pipeline.plan import job_environment
 
-    unset = {SCHEDULER_ENV: None, WORKERS_ENV: None}
+    unset = {SCHEDULER_ENV: None, WORKERS_ENV: None, SLURM_ENV: None}
     assert environment(None) == environment({"scheduler": None, "n_workers": 2}) == unset
-    assert environment({"scheduler": "local", "n_workers": 3}) == {SCHEDULER_ENV: "local",
-                                                                   WORKERS_ENV: "3"}
-    assert environment({"scheduler": "tcp://h:8786"}) == {SCHEDULER_ENV: "tcp://h:8786",
-                                                          WORKERS_ENV: None}
+    assert environment({"scheduler": "local", "n_workers": 3}) == {
+        **unset, SCHEDULER_ENV: "local", WORKERS_ENV: "3"}
+    assert environment({"scheduler": "tcp://h:8786"}) == {**unset, SCHEDULER_ENV: "tcp://h:8786"}
+    assert environment({"scheduler": "slurm", "n_workers": 4,
+                        "slurm": {"cores": 2, "memory": "8GB"}}) == {
+        SCHEDULER_ENV: "slurm", WORKERS_ENV: "4", SLURM_ENV: '{"cores": 2, "memory": "8GB"}'}
     # the Snakefile's job_environment exports it; the CLI takes it as its --dask-* defaults
     for key in unset:
         monkeypatch.delenv(key, raising=False)
@@ -320,6 +322,9 @@ def test_config_dask_section_to_job_environment(tmp_path, monkeypatch):
     schema = str(repo / "workflow/schemas/config.schema.yaml")
     for setting, ok in (({"scheduler": "local", "n_workers": 2}, True),
                         ({"scheduler": "tcp://10.0.0.1:8786"}, True),
+                        ({"scheduler": "slurm", "n_workers": 2,
+                          "slurm": {"cores": 1, "memory": "2GB", "start_timeout_s": 60}}, True),
+                        ({"scheduler": "slurm", "slurm": {"gpus": 1}}, False),
                         ({"scheduler": "nowhere"}, False), ({"n_workers": 0}, False)):
         path = tmp_path / "c.yaml"
         path.write_text(yaml.safe_dump({**config, "dask": setting}))

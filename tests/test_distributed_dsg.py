@@ -136,3 +136,28 @@ def test_in_memory_data_trains_in_process(client, data):
     with use_client(client):
         est = DSGClassifier(**KW).fit(X, y)
     assert not hasattr(est, "spread_")
+
+
+def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(client, tmp_path, monkeypatch):
+    """The workers open the store by its path. Workers that see another file system (here: a
+    relative path, the workers in another directory, where zarr would silently read its fill
+    value) fail the fit at the start, in one line naming the path and the cause."""
+    rng = np.random.default_rng(1)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "theirs").mkdir()
+    monkeypatch.chdir(tmp_path / "mine")
+    root = zarr.open_group("d.zarr", mode="w")
+    Xz = root.create_array("X", shape=(2000, 4), chunks=(500, 4), dtype="f8")
+    Xz[:] = rng.standard_normal((2000, 4))
+    y = rng.integers(0, 2, 2000)
+    before = client.run(os.getcwd)
+    client.run(os.chdir, str(tmp_path / "theirs"))
+    try:
+        with use_client(client), pytest.raises(OSError) as e:
+            DSGClassifier(**KW).fit(Xz, y)
+    finally:
+        for addr, cwd in before.items():
+            client.run(os.chdir, cwd, workers=[addr])
+    msg = str(e.value)
+    assert "\n" not in msg and "cannot read the training data (d.zarr)" in msg, msg
+    assert "first rows differ" in msg and "client's file system" in msg, msg

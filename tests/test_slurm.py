@@ -246,3 +246,66 @@ def test_gpu_10m_config_asks_slurm_for_a_gpu_per_train_job(tmp_path):
     assert all("gpu=1" in b and "dataset=bayes_10m" in b for b in train), out[-3000:]
     prepare = [b for b in blocks if b.startswith("prepare:")]
     assert prepare and not any("gpu=1" in b for b in prepare)
+
+
+def _spread_data(tmp_path):
+    import numpy as np
+    import zarr
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4000, 6))
+    y = (np.sin(X[:, :3].sum(axis=1)) > 0).astype(int)
+    Xz = zarr.open_group(str(tmp_path / "d.zarr"), mode="w").create_array(
+        "X", shape=X.shape, chunks=(1000, 6), dtype="f8")
+    Xz[:] = X
+    return Xz, X, y
+
+
+def test_dask_workers_started_by_slurm_train_dsg_like_in_process(cluster, tmp_path):
+    """config `dask: {scheduler: slurm, n_workers: 2}`: two dask-jobqueue worker jobs on the
+    one-node Slurm, DSG spread over them (the same model as in-process), the jobs gone after."""
+    import numpy as np
+
+    from kernelscale.distributed import client_from_setting, use_client
+    from kernelscale.estimators import DSGClassifier
+
+    Xz, X, y = _spread_data(tmp_path)
+    kw = dict(n_iter=16, batch_size=512, block_size=32, random_state=0,
+              engine={"dtype": "float64"})
+    local = DSGClassifier(**kw).fit(Xz, y)
+    options = {"cores": 1, "memory": "1GB", "walltime": "00:10:00", "host": "127.0.0.1",
+               "start_timeout_s": 120}
+    with client_from_setting("slurm", 2, options) as client:
+        jobs = subprocess.run(["squeue", "-h", "-o", "%j %T"], capture_output=True,
+                              text=True).stdout
+        assert jobs.count("RUNNING") >= 2, jobs
+        with use_client(client):
+            spread = DSGClassifier(**kw).fit(Xz, y)
+    assert spread.spread_["workers"] == 2
+    a, b = local.decision_function(X[:300]), spread.decision_function(X[:300])
+    assert np.max(np.abs(a - b)) <= 1e-9 * (1 + np.max(np.abs(a)))
+    deadline = time.time() + 30
+    while time.time() < deadline and "dask-worker" in subprocess.run(
+            ["squeue", "-h", "-o", "%j"], capture_output=True, text=True).stdout:
+        time.sleep(0.5)
+    assert "dask-worker" not in subprocess.run(["squeue", "-h", "-o", "%j"],
+                                               capture_output=True, text=True).stdout
+
+
+def test_dask_workers_that_never_start_are_a_one_line_error(cluster):
+    """Worker jobs held in the queue (a begin time an hour away) past start_timeout_s: one line
+    naming the cause, and the pending jobs cancelled."""
+    from kernelscale.distributed import slurm_client
+
+    options = {"memory": "1GB", "host": "127.0.0.1", "start_timeout_s": 8,
+               "job_extra": ["--begin=now+3600"]}
+    with pytest.raises(RuntimeError) as e:
+        slurm_client(2, options)
+    msg = str(e.value)
+    assert "\n" not in msg and "0 of 2 worker jobs running after 8 s" in msg, msg
+    deadline = time.time() + 30
+    while time.time() < deadline and "dask-worker" in subprocess.run(
+            ["squeue", "-h", "-o", "%j"], capture_output=True, text=True).stdout:
+        time.sleep(0.5)
+    assert "dask-worker" not in subprocess.run(["squeue", "-h", "-o", "%j"],
+                                               capture_output=True, text=True).stdout

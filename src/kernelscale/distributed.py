@@ -23,6 +23,7 @@ run on it. With no client set, every code path is the plain in-process loop.
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
 
@@ -93,27 +94,77 @@ def current_client():
     return None
 
 
+# dask-jobqueue worker jobs (config ``dask.slurm``): one worker process per Slurm job
+SLURM_DEFAULTS = {"cores": 1, "memory": "2GB", "walltime": "01:00:00", "queue": None,
+                  "account": None, "job_extra": [], "start_timeout_s": 300.0, "host": None}
+
+
+def slurm_client(n_workers: int, options: dict | None = None):
+    """A client of a dask-jobqueue ``SLURMCluster`` with ``n_workers`` worker jobs (one worker
+    process of ``cores`` threads each), started now; a one-line ``RuntimeError`` (and every job
+    cancelled) when they are not all running within ``start_timeout_s`` (a stuck queue, jobs that
+    fail at start). ``host``: the address the workers reach the scheduler at (default: this
+    host's)."""
+    from dask_jobqueue import SLURMCluster
+    from distributed import Client
+
+    opts = {**SLURM_DEFAULTS, **(options or {})}
+    unknown = sorted(set(opts) - set(SLURM_DEFAULTS))
+    if unknown:
+        raise ValueError(f"dask.slurm: unknown option(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(SLURM_DEFAULTS))})")
+    scheduler_options = {"dashboard_address": ":0"}
+    if opts["host"]:
+        scheduler_options["host"] = opts["host"]
+    cluster = SLURMCluster(cores=int(opts["cores"]), processes=1, memory=str(opts["memory"]),
+                           walltime=str(opts["walltime"]), queue=opts["queue"],
+                           account=opts["account"],
+                           job_extra_directives=list(opts["job_extra"]),
+                           scheduler_options=scheduler_options)
+    client = None
+    try:
+        cluster.scale(jobs=int(n_workers))
+        client = Client(cluster, set_as_default=False)
+        client.wait_for_workers(int(n_workers), timeout=float(opts["start_timeout_s"]))
+    except (TimeoutError, OSError) as e:
+        up = len(client.scheduler_info()["workers"]) if client is not None else 0
+        if client is not None:
+            client.close()
+        cluster.close()
+        raise RuntimeError(f"dask on Slurm: {up} of {n_workers} worker jobs running after "
+                           f"{float(opts['start_timeout_s']):g} s (queue stuck or jobs failing at "
+                           f"start: see squeue and the jobs' output; {type(e).__name__})") from None
+    return client
+
+
 @contextmanager
-def client_from_setting(scheduler: str | None, n_workers: int | None = None):
+def client_from_setting(scheduler: str | None, n_workers: int | None = None,
+                        slurm: dict | None = None):
     """Client for the config's ``dask.scheduler``: None -> None (no cluster), ``"local"`` -> a
-    LocalCluster of ``n_workers`` single-threaded worker processes, else the scheduler address.
-    Closed on exit."""
+    LocalCluster of ``n_workers`` single-threaded worker processes, ``"slurm"`` -> ``n_workers``
+    dask-jobqueue worker jobs with the options ``slurm`` (default: from the environment, as the
+    pipeline passes them), else the scheduler address. Closed on exit (worker jobs cancelled)."""
     if scheduler is None:
         yield None
         return
     if scheduler == "local":
         client = client_for(None, n_workers=n_workers, processes=True)
+    elif scheduler == "slurm":
+        if slurm is None:
+            slurm = json.loads(os.environ.get(SLURM_ENV) or "{}")
+        client = slurm_client(n_workers or 2, slurm)
     else:
         client = client_for(scheduler)
     try:
         yield client
     finally:
         client.close()
-        if scheduler == "local":
+        if scheduler in ("local", "slurm"):
             client.cluster.close()
 
 
 SCHEDULER_ENV, WORKERS_ENV = "KERNELSCALE_DASK_SCHEDULER", "KERNELSCALE_DASK_WORKERS"
+SLURM_ENV = "KERNELSCALE_DASK_SLURM"
 
 
 def environment(setting: dict | None) -> dict[str, str | None]:
@@ -126,8 +177,11 @@ def environment(setting: dict | None) -> dict[str, str | None]:
     setting = setting or {}
     scheduler = setting.get("scheduler")
     workers = setting.get("n_workers")
+    slurm = setting.get("slurm")
     return {SCHEDULER_ENV: None if scheduler is None else str(scheduler),
-            WORKERS_ENV: None if scheduler is None or workers is None else str(int(workers))}
+            WORKERS_ENV: None if scheduler is None or workers is None else str(int(workers)),
+            SLURM_ENV: json.dumps(slurm, sort_keys=True) if scheduler == "slurm" and slurm
+            else None}
 
 
 def n_threads(client) -> int:

@@ -62,14 +62,49 @@ def _stop(key: str) -> None:
         worker.close()
 
 
+def _fingerprint(X) -> bytes:
+    """SHA-256 of the first 64 rows as read (what the client and every worker must agree on)."""
+    import hashlib
+
+    from .stream import read_rows
+
+    rows = np.ascontiguousarray(read_rows(X, 0, min(64, int(X.shape[0]))))
+    return hashlib.sha256(rows.tobytes()).digest()
+
+
+def _where(X) -> str:
+    store = getattr(X, "store", None)
+    return str(getattr(store, "root", None) or getattr(X, "path", None) or type(X).__name__)
+
+
+def _worker_address() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return "(not in a worker)"
+
+
 class RowWorker:
     """In a dask worker: worker ``share[0]`` of ``share[1]``'s rows of every batch, and a replica of
     the model."""
 
     def __init__(self, X, y, encode, stream_kw: dict, model, loss, kernel, variant: str,
-                 share: tuple[int, int]):
+                 share: tuple[int, int], probe: bytes):
         from .stream import BatchStream
 
+        # a worker without the client's file system fails here, in one line, not mid-step
+        # (zarr reads a missing store as its fill value: the rows must match, not just open)
+        try:
+            seen = _fingerprint(X)
+        except Exception as e:  # noqa: BLE001 - any read failure gets the same one line
+            seen = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if seen != probe:
+            reason = seen if isinstance(seen, str) else "its first rows differ from the client's"
+            raise OSError(f"dask worker {_worker_address()} cannot read the training data "
+                          f"({_where(X)}): {reason}; the workers need the client's file "
+                          "system") from None
         self.stream = BatchStream(X, y, xp=np, **stream_kw)
         self.encode, self.model, self.loss, self.kernel = encode, model, loss, kernel
         self.variant = variant
@@ -193,7 +228,11 @@ class SpreadDSG:
                              "without a dask client")
         self.client, self.solver = client, solver
         self.X, self.y, self.encode, self.stream_kw = X, y, encode, stream_kw
-        self.y_remote = client.scatter(y, broadcast=True) if isinstance(y, np.ndarray) else y
+        self._probe = _fingerprint(X)
+        # hash=False: a key of this fit's own (equal labels of an earlier fit would share its
+        # key, and that fit's release could drop them under this one)
+        self.y_remote = (client.scatter(y, broadcast=True, hash=False)
+                         if isinstance(y, np.ndarray) else y)
         self.key = None
         self.pending = None
         self.bytes_sent = self.bytes_received = self.round_trips = 0  # array payloads per fit
@@ -217,7 +256,7 @@ class SpreadDSG:
         futures = [self.client.submit(
             _start, self.key, self.X, self.y_remote, self.encode, self.stream_kw, replica,
             self.solver.loss, self.solver.kernel, self.solver.config.variant, (w, self.W),
-            workers=[addr], allow_other_workers=False, pure=False)
+            self._probe, workers=[addr], allow_other_workers=False, pure=False)
             for w, addr in enumerate(workers)]
         self._collect(futures)
 
@@ -313,3 +352,4 @@ class SpreadDSG:
             self.client.gather(futures)
         except Exception:  # noqa: BLE001 - a lost worker has nothing left to close
             pass
+        self.y_remote = None

@@ -64,12 +64,15 @@ def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
 
     workers = os.environ.get(WORKERS_ENV)
     parser.add_argument("--dask-scheduler", default=os.environ.get(SCHEDULER_ENV) or None,
-                        metavar="ADDRESS|local",
+                        metavar="ADDRESS|local|slurm",
                         help="run chunked work on a dask cluster: 'local' (a LocalCluster per "
-                             "job) or a scheduler address such as tcp://host:8786 (default: "
+                             "job), 'slurm' (dask-jobqueue worker jobs per job, options from "
+                             "config `dask.slurm`) or a scheduler address such as "
+                             "tcp://host:8786 (default: "
                              f"${SCHEDULER_ENV}, which the pipeline sets from config `dask:`; "
                              "else none)")
     parser.add_argument("--dask-workers", type=int_at_least(1),
                         default=int(workers) if workers else None,
                         metavar="N",
-                        help="LocalCluster workers for --dask-scheduler local (default: CPU count)")
+                        help="workers for --dask-scheduler local (default: CPU count) or slurm "
+                             "(default 2)")
