@@ -274,7 +274,7 @@ def test_dask_workers_started_by_slurm_train_dsg_like_in_process(cluster, tmp_pa
               engine={"dtype": "float64"})
     local = DSGClassifier(**kw).fit(Xz, y)
     options = {"cores": 1, "memory": "1GB", "walltime": "00:10:00", "host": "127.0.0.1",
-               "start_timeout_s": 120}
+               "start_timeout_s": 120, "log_directory": str(tmp_path / "logs")}
     with client_from_setting("slurm", 2, options) as client:
         jobs = subprocess.run(["squeue", "-h", "-o", "%j %T"], capture_output=True,
                               text=True).stdout
@@ -282,6 +282,7 @@ def test_dask_workers_started_by_slurm_train_dsg_like_in_process(cluster, tmp_pa
         with use_client(client):
             spread = DSGClassifier(**kw).fit(Xz, y)
     assert spread.spread_["workers"] == 2
+    assert len(list((tmp_path / "logs").glob("*.out"))) >= 2  # the worker jobs' own output
     a, b = local.decision_function(X[:300]), spread.decision_function(X[:300])
     assert np.max(np.abs(a - b)) <= 1e-9 * (1 + np.max(np.abs(a)))
     deadline = time.time() + 30
@@ -292,13 +293,13 @@ def test_dask_workers_started_by_slurm_train_dsg_like_in_process(cluster, tmp_pa
                                                capture_output=True, text=True).stdout
 
 
-def test_dask_workers_that_never_start_are_a_one_line_error(cluster):
+def test_dask_workers_that_never_start_are_a_one_line_error(cluster, tmp_path):
     """Worker jobs held in the queue (a begin time an hour away) past start_timeout_s: one line
     naming the cause, and the pending jobs cancelled."""
     from kernelscale.distributed import slurm_client
 
     options = {"memory": "1GB", "host": "127.0.0.1", "start_timeout_s": 8,
-               "job_extra": ["--begin=now+3600"]}
+               "job_extra": ["--begin=now+3600"], "log_directory": str(tmp_path)}
     with pytest.raises(RuntimeError) as e:
         slurm_client(2, options)
     msg = str(e.value)

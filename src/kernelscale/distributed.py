@@ -96,7 +96,8 @@ def current_client():
 
 # dask-jobqueue worker jobs (config ``dask.slurm``): one worker process per Slurm job
 SLURM_DEFAULTS = {"cores": 1, "memory": "2GB", "walltime": "01:00:00", "queue": None,
-                  "account": None, "job_extra": [], "start_timeout_s": 300.0, "host": None}
+                  "account": None, "job_extra": [], "start_timeout_s": 300.0, "host": None,
+                  "log_directory": None}
 
 
 def slurm_client(n_workers: int, options: dict | None = None):
@@ -104,7 +105,8 @@ def slurm_client(n_workers: int, options: dict | None = None):
     process of ``cores`` threads each), started now; a one-line ``RuntimeError`` (and every job
     cancelled) when they are not all running within ``start_timeout_s`` (a stuck queue, jobs that
     fail at start). ``host``: the address the workers reach the scheduler at (default: this
-    host's)."""
+    host's); ``log_directory``: the worker jobs' output files (default: Slurm's, the current
+    directory)."""
     from dask_jobqueue import SLURMCluster
     from distributed import Client
 
@@ -120,7 +122,8 @@ def slurm_client(n_workers: int, options: dict | None = None):
                            walltime=str(opts["walltime"]), queue=opts["queue"],
                            account=opts["account"],
                            job_extra_directives=list(opts["job_extra"]),
-                           scheduler_options=scheduler_options)
+                           scheduler_options=scheduler_options,
+                           log_directory=opts["log_directory"])
     client = None
     try:
         cluster.scale(jobs=int(n_workers))
