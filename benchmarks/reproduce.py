@@ -66,10 +66,42 @@ class Data(SimpleNamespace):
         return f"n_train {len(self.X):,}{sub}, n_test {len(self.Xt):,}"
 
 
+PREPARED = REPO / "results" / "data"  # the pipeline's prepared datasets (config/papers.yaml's too)
+
+
+def prepared_path(name) -> Path | None:
+    """``results/data/<name>`` when the pipeline has prepared that dataset (meta.json there)."""
+    path = PREPARED / name
+    return path if (path / "meta.json").is_file() else None
+
+
+def load_prepared(name, max_train, max_test=None, seed=0) -> Data:
+    """A dataset the pipeline prepared (e.g. one of config/papers.yaml after its download),
+    subsampled by seeded row indices read from its zarr store (never the whole set)."""
+    from kernelscale.pipeline.data.store import open_prepared
+    from kernelscale.stream import take_rows
+
+    meta, arrays = open_prepared(PREPARED / name)
+
+    def rows(X, y, cap, s):
+        n = int(X.shape[0])
+        idx = (np.arange(n) if not cap or cap >= n else
+               np.sort(np.random.default_rng(s).choice(n, int(cap), replace=False)))
+        return np.asarray(take_rows(X, idx), dtype=np.float64), np.asarray(take_rows(y, idx))
+
+    X, y = rows(arrays["X_train"], arrays["y_train"], max_train, seed)
+    Xt, yt = rows(arrays["X_test"], arrays["y_test"], max_test, seed + 1)
+    return Data(task=meta["task"], X=X, y=y, Xt=Xt, yt=yt, n_full=int(arrays["X_train"].shape[0]),
+                name=name)
+
+
 def load(name, max_train, max_test=None, devdata=None, cache=None, seed=0) -> Data:
     specs = realdata.load_devdata_specs(Path(devdata or realdata.DEFAULT_DEVDATA))
     if name not in specs:
-        raise SystemExit(f"reproduce: unknown dataset {name!r}; known: {sorted(specs)}")
+        if prepared_path(name) is not None:
+            return load_prepared(name, max_train, max_test, seed)
+        raise SystemExit(f"reproduce: unknown dataset {name!r}: neither a devdata set "
+                         f"({', '.join(sorted(specs))}) nor prepared in {PREPARED}")
     spec = specs[name]
     X, y, Xt, yt, _ = realdata.prepared(name, spec, Path(cache or REPO / "results" / "realdata"
                                                         / "data"))
@@ -493,6 +525,15 @@ def main(argv=None) -> int:
         opts = dict(claims_cfg.get(name) or {})
         datasets = a.datasets or opts.pop("datasets", None)
         opts.pop("datasets", None)
+        # datasets of config/papers.yaml join when the user has prepared them (downloaded)
+        optional = opts.pop("optional_datasets", None) or []
+        if not a.datasets:
+            ready = [o for o in optional if prepared_path(o) is not None]
+            for o in optional:
+                if o not in ready:
+                    print(f"reproduce: {name}: {o} skipped (not prepared: run the pipeline "
+                          f"with config/papers.yaml to download it)", flush=True)
+            datasets = list(datasets or []) + ready
         max_train = a.max_train or opts.pop("max_train", 5000)
         opts.pop("max_train", None)
         if not datasets:

@@ -105,3 +105,40 @@ def test_snakemake_plans_the_reproduce_target():
     cmd = [ln for ln in out.splitlines() if "reproduce.py" in ln]
     assert cmd and "--config config/reproduce.yaml" in cmd[0] and "--tracking-uri" in cmd[0]
     assert "results/reproduce/paper003_dsg_equal_time.png" in out
+
+
+def test_prepared_pipeline_datasets_join_the_claims(tmp_path, monkeypatch, capsys):
+    """A dataset of config/papers.yaml that the pipeline has prepared (results/data/<name>) is
+    loaded as a seeded subsample of its zarr rows; one that is not prepared is skipped with a
+    line, and never blocks the claim's other datasets."""
+    import numpy as np
+
+    from kernelscale.pipeline.data import open_prepared, prepare_dataset
+
+    spec = {"task": "binary", "chunk_rows": 1_000, "split": {"test_size": 0.25, "seed": 0},
+            "generator": {"name": "bayes", "n_samples": 4_000, "n_features": 6}}
+    prepare_dataset("papers_set", spec, tmp_path / "papers_set")
+    monkeypatch.setattr(reproduce, "PREPARED", tmp_path)
+    assert reproduce.prepared_path("papers_set") == tmp_path / "papers_set"
+    assert reproduce.prepared_path("covtype") is None
+    d = reproduce.load("papers_set", 500, 200)
+    _, arrays = open_prepared(tmp_path / "papers_set")
+    assert d.task == "binary" and d.X.shape == (500, 6) and d.Xt.shape == (200, 6)
+    assert d.n_full == arrays["X_train"].shape[0] > 500
+    X = arrays["X_train"][:]
+    rows = [int(np.flatnonzero((X == r).all(axis=1))[0]) for r in d.X[:20]]
+    assert rows == sorted(rows)  # rows of the stored set, in storage order
+    np.testing.assert_array_equal(d.X, reproduce.load("papers_set", 500, 200).X)  # seeded
+    with pytest.raises(SystemExit, match="neither a devdata set"):
+        reproduce.load("covtype", 500)
+
+    seen = {}
+    monkeypatch.setitem(reproduce.CLAIMS, "paper000_ordering",
+                        lambda datasets, *a, **k: seen.setdefault("datasets", datasets) and [])
+    config = tmp_path / "r.yaml"
+    config.write_text("claims:\n  paper000_ordering: {datasets: [dev_ring], "
+                      "optional_datasets: [papers_set, covtype], max_train: 100}\n")
+    reproduce.main(["--config", str(config), "--out", str(tmp_path / "out"),
+                    "--tracking-uri", ""])
+    assert seen["datasets"] == ["dev_ring", "papers_set"]
+    assert "covtype skipped (not prepared" in capsys.readouterr().out
