@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import pickle
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -345,3 +346,139 @@ def test_read_only_results_folder_is_one_line(run_dirs, tmp_path, capsys):
         line = _one_line(capsys.readouterr().err)
         assert rc == 1 and "cannot write the tables folder" in line
     assert not any(results.iterdir())  # nothing half-written
+
+
+# ----------------------------------------------------------------------------- dask cluster
+# A train job on a dask cluster that does not come up, or whose workers cannot read the data:
+# exit status 1, one line naming the cause, and a run folder with nothing a rerun or the tables
+# could take for a result (none at all when the job made it; a checkpoint of an earlier killed
+# run untouched, so the rerun resumes).
+CLASS_NAME = re.compile(r"\b\w*(Error|Exception)\b")  # Python's, which a user must not see
+DSG_SPEC = {"estimator": "dsg", "device": "cpu", "segments": 2,
+            "params": {"n_iter": 2, "batch_size": 256, "block_size": 16, "bandwidth": 2.0}}
+
+
+def _dask_train(data, out, scheduler, *extra):
+    return ["train", "--data", str(data), "--out", str(out), "--algorithm", "dsg",
+            "--spec", json.dumps(DSG_SPEC), "--dask-scheduler", scheduler, *extra]
+
+
+def test_unreachable_scheduler_fails_the_train_job_and_leaves_no_run_folder(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    data = make_prepared(tmp_path / "data", "toy", "binary", n_train=600, n_test=200)
+    address = f"tcp://127.0.0.1:{_free_port()}"  # nothing listens there
+    out = tmp_path / "results" / "runs" / "toy" / "dsg" / "seed0"
+    t = time.time()
+    rc = main(_dask_train(data, out, address))
+    line = _one_line(capsys.readouterr().err)
+    assert rc == 1 and time.time() - t < 30, line
+    assert line.startswith(f"kernelscale train: error: cannot reach dask scheduler {address!r}")
+    assert not out.exists()
+
+
+def _fake_slurm(bin_dir: Path, calls: Path) -> None:
+    """`sbatch` that queues a job which never starts (prints a job id, runs nothing) and
+    `scancel` that records the cancel: a Slurm queue stuck for good, on any machine."""
+    bin_dir.mkdir()
+    for name, reply in (("sbatch", "Submitted batch job 4242"), ("scancel", "")):
+        script = bin_dir / name
+        script.write_text(f'#!/bin/sh\necho "{name} $*" >> "{calls}"\necho "{reply}"\n')
+        script.chmod(0o755)
+
+
+@pytest.mark.parametrize("folder", ["new", "made by snakemake"])
+def test_slurm_workers_that_never_start_fail_the_train_job_cleanly(tmp_path, capsys,
+                                                                    monkeypatch, folder):
+    pytest.importorskip("dask_jobqueue")
+    from kernelscale.distributed import SLURM_ENV
+
+    data = make_prepared(tmp_path / "data", "toy", "binary", n_train=600, n_test=200)
+    calls = tmp_path / "slurm-calls.txt"
+    _fake_slurm(tmp_path / "bin", calls)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(SLURM_ENV, json.dumps({"start_timeout_s": 1, "host": "127.0.0.1",
+                                              "log_directory": str(tmp_path / "logs")}))
+    out = tmp_path / "results" / "runs" / "toy" / "dsg" / "seed0"
+    if folder != "new":
+        out.mkdir(parents=True)
+    t = time.time()
+    rc = main(_dask_train(data, out, "slurm", "--dask-workers", "2"))
+    line = _one_line(capsys.readouterr().err)
+    assert rc == 1 and time.time() - t < 30, line
+    assert "dask on Slurm: 0 of 2 worker jobs running after 1 s" in line, line
+    assert "queue stuck" in line and "start_timeout_s" in line, line
+    assert not CLASS_NAME.search(line), line
+    submitted = calls.read_text().splitlines()
+    assert sum(c.startswith("sbatch ") for c in submitted) == 2, submitted
+    assert "scancel 4242" in submitted  # the pending jobs are cancelled
+    if folder == "new":
+        assert not out.exists()
+    else:  # Snakemake's folder stays, empty
+        assert out.is_dir() and not any(out.iterdir())
+
+
+@pytest.fixture(scope="module")
+def process_cluster():
+    """A LocalCluster of two worker *processes*, its scheduler reached by address as a train job
+    reaches one that Slurm started."""
+    pytest.importorskip("distributed")
+    from kernelscale.distributed import client_for
+
+    c = client_for(None, n_workers=2, processes=True)
+    yield c
+    c.close()
+    c.cluster.close()
+
+
+@contextlib.contextmanager
+def _workers_in(client, folder: Path):
+    """The workers' current directory is ``folder``: a relative data path that the job can read
+    names nothing there (zarr reads a missing store as its fill value), as on a node without the
+    job's file system."""
+    before = client.run(os.getcwd)
+    client.run(os.chdir, str(folder))
+    try:
+        yield
+    finally:
+        for addr, cwd in before.items():
+            client.run(os.chdir, cwd, workers=[addr])
+
+
+NYSTROM_SPEC = {"estimator": "nystrom", "device": "cpu",
+                "params": {"n_components": 50, "bandwidth": 2.0}}
+
+
+@pytest.mark.parametrize("spec,folder", [(DSG_SPEC, "new"), (NYSTROM_SPEC, "new"),
+                                         (DSG_SPEC, "checkpoint of a killed run")],
+                         ids=["dsg", "nystrom", "dsg-resume"])
+def test_workers_without_the_data_fail_the_train_job_cleanly(process_cluster, tmp_path, capsys,
+                                                              monkeypatch, spec, folder):
+    """DSG's row workers and Nystrom's chunked sums read the data on the workers; without the
+    check, Nystrom trained on zarr's fill values there and reported a model at the baseline."""
+    from kernelscale.pipeline.train_run import train
+
+    (tmp_path / "job").mkdir()
+    (tmp_path / "workers").mkdir()
+    monkeypatch.chdir(tmp_path / "job")
+    data = make_prepared(Path("data"), "toy", "binary", n_train=1000, n_test=200)  # relative
+    out = tmp_path / "results" / "runs" / "toy" / "a" / "seed0"
+    kept = {}
+    if folder != "new":  # one of two segments done, then the job was killed
+        assert train(data, out, "a", spec, 0, stop_after=1) is None
+        kept = {p.name: p.read_bytes() for p in out.iterdir()}
+        assert set(kept) == {"checkpoint.pkl", "metrics.csv"}
+    argv = _dask_train(data, out, process_cluster.scheduler.address)
+    argv[argv.index("--spec") + 1] = json.dumps(spec)
+    with _workers_in(process_cluster, tmp_path / "workers"):
+        rc = main(argv)
+    line = _one_line(capsys.readouterr().err)
+    assert rc == 1, line
+    assert re.match(r"kernelscale train: error: dask worker tcp://\S+ cannot read [Xy]_\w+ "
+                    + re.escape(f"({data / 'data.zarr'}): its first rows differ"), line), line
+    assert "file system" in line and not CLASS_NAME.search(line), line
+    if folder == "new":
+        assert not out.exists()
+        return
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == kept  # untouched: resumable
+    final = train(data, out, "a", spec, 0)  # the rerun (here without dask) resumes
+    assert final["resumed"] == 1 and (out / "final.json").is_file()

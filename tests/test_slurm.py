@@ -261,6 +261,9 @@ def _spread_data(tmp_path):
     return Xz, X, y
 
 
+@pytest.mark.slurm
+@pytest.mark.slow  # the cluster fixture installs and starts Slurm
+@pytest.mark.timeout(600)
 def test_dask_workers_started_by_slurm_train_dsg_like_in_process(cluster, tmp_path):
     """config `dask: {scheduler: slurm, n_workers: 2}`: two dask-jobqueue worker jobs on the
     one-node Slurm, DSG spread over them (the same model as in-process), the jobs gone after."""
@@ -293,6 +296,9 @@ def test_dask_workers_started_by_slurm_train_dsg_like_in_process(cluster, tmp_pa
                                                capture_output=True, text=True).stdout
 
 
+@pytest.mark.slurm
+@pytest.mark.slow  # the cluster fixture installs and starts Slurm
+@pytest.mark.timeout(600)
 def test_dask_workers_that_never_start_are_a_one_line_error(cluster, tmp_path):
     """Worker jobs held in the queue (a begin time an hour away) past start_timeout_s: one line
     naming the cause, and the pending jobs cancelled."""
@@ -304,6 +310,7 @@ def test_dask_workers_that_never_start_are_a_one_line_error(cluster, tmp_path):
         slurm_client(2, options)
     msg = str(e.value)
     assert "\n" not in msg and "0 of 2 worker jobs running after 8 s" in msg, msg
+    assert "queue stuck" in msg and "Error" not in msg, msg  # the cause in words, no class name
     deadline = time.time() + 30
     while time.time() < deadline and "dask-worker" in subprocess.run(
             ["squeue", "-h", "-o", "%j"], capture_output=True, text=True).stdout:

@@ -129,14 +129,18 @@ def slurm_client(n_workers: int, options: dict | None = None):
         cluster.scale(jobs=int(n_workers))
         client = Client(cluster, set_as_default=False)
         client.wait_for_workers(int(n_workers), timeout=float(opts["start_timeout_s"]))
-    except (TimeoutError, OSError) as e:
+    except (TimeoutError, OSError) as e:  # TimeoutError: wait_for_workers ran out of time
         up = len(client.scheduler_info()["workers"]) if client is not None else 0
         if client is not None:
             client.close()
         cluster.close()
+        # the cause in words (a Python class name tells a user nothing)
+        cause = "" if isinstance(e, TimeoutError) else \
+            "; " + ((str(e).strip().splitlines() or ["cannot reach the cluster's scheduler"])[0])
         raise RuntimeError(f"dask on Slurm: {up} of {n_workers} worker jobs running after "
-                           f"{float(opts['start_timeout_s']):g} s (queue stuck or jobs failing at "
-                           f"start: see squeue and the jobs' output; {type(e).__name__})") from None
+                           f"{float(opts['start_timeout_s']):g} s (dask.slurm.start_timeout_s; "
+                           "queue stuck or jobs failing at start: see squeue and the jobs' "
+                           f"output{cause})") from None
     return client
 
 
@@ -185,6 +189,49 @@ def environment(setting: dict | None) -> dict[str, str | None]:
             WORKERS_ENV: None if scheduler is None or workers is None else str(int(workers)),
             SLURM_ENV: json.dumps(slurm, sort_keys=True) if scheduler == "slurm" and slurm
             else None}
+
+
+def _digest_or_reason(X):
+    """SHA-256 of X's first 64 rows as read in this process, or the first line of the read's
+    error."""
+    import hashlib
+
+    try:
+        rows = np.ascontiguousarray(np.asarray(X[:min(64, int(X.shape[0]))]))
+    except Exception as e:  # noqa: BLE001 - any read failure is reported the same way
+        return (str(e).strip().splitlines() or ["unreadable"])[0]
+    return hashlib.sha256(rows.tobytes()).digest()
+
+
+def _digests(arrays: dict) -> dict:
+    return {name: _digest_or_reason(a) for name, a in arrays.items()}
+
+
+def _store_of(X) -> str:
+    store = getattr(X, "store", None)
+    return str(getattr(store, "root", None) or getattr(X, "path", None) or type(X).__name__)
+
+
+def check_workers_read(client, arrays: dict) -> None:
+    """A one-line ``OSError`` naming the worker, the array and its store when a worker of
+    ``client`` does not read the same first rows of an on-disk (zarr) array as this process: a
+    worker without this process's file system (zarr reads a store that is not there as its fill
+    value, so opening it proves nothing). ``arrays``: name -> array; arrays in memory are skipped.
+    One round trip to every worker present now; call it once, when the client is up."""
+    on_disk = {name: a for name, a in arrays.items()
+               if type(a).__module__.split(".")[0] == "zarr"}
+    if client is None or not on_disk:
+        return
+    here = {name: d for name, d in _digests(on_disk).items() if isinstance(d, bytes)}
+    seen = client.run(_digests, {name: on_disk[name] for name in here})
+    for addr in sorted(seen):
+        for name in sorted(here):
+            got = seen[addr][name]
+            if got != here[name]:
+                reason = got if isinstance(got, str) else "its first rows differ from this process's"
+                raise OSError(f"dask worker {addr} cannot read {name} ({_store_of(on_disk[name])}): "
+                              f"{reason}; the workers need this process's file system (a path "
+                              "they can all read)")
 
 
 def n_threads(client) -> int:

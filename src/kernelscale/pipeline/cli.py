@@ -54,7 +54,7 @@ def _check_writable(folder: Path, what: str = "the run folder") -> None:
 
 
 def _cmd_train(a) -> None:
-    from .train_run import train
+    from .train_run import failed_start_leaves_nothing, train
 
     spec = _parse_spec(a.spec)
     meta_path = Path(a.data) / "meta.json"
@@ -69,7 +69,6 @@ def _cmd_train(a) -> None:
             errors = spec_errors("--spec", spec, meta.get("n_train"), meta.get("d"))
             if errors:
                 raise UserError(errors[0])
-    _check_writable(Path(a.out))
     if a.threads:
         from threadpoolctl import threadpool_limits
 
@@ -77,9 +76,13 @@ def _cmd_train(a) -> None:
 
         threadpool_limits(a.threads)
         set_threads(a.threads)  # element-wise passes (cos, exp) follow BLAS
-    train(a.data, a.out, a.algorithm, spec, a.seed, stop_after=a.stop_after,
-          eval_chunk_rows=a.eval_chunk_rows, dask_scheduler=a.dask_scheduler,
-          dask_workers=a.dask_workers)
+    # the run folder made by the writability check is removed again when the run fails before
+    # it has anything to resume (e.g. its dask cluster does not start)
+    with failed_start_leaves_nothing(a.out):
+        _check_writable(Path(a.out))
+        train(a.data, a.out, a.algorithm, spec, a.seed, stop_after=a.stop_after,
+              eval_chunk_rows=a.eval_chunk_rows, dask_scheduler=a.dask_scheduler,
+              dask_workers=a.dask_workers)
 
 
 def _write_record(path: str, payload: dict) -> None:

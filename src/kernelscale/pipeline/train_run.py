@@ -21,9 +21,21 @@ and a checkpoint is written. Intermediate evaluations use the first ``step_test_
 (default 10,000; 0 = all; column ``test_rows``), the last one always the whole test set. Rerunning after a kill loads the checkpoint and continues with the next
 segment. A checkpoint whose run description differs (other params, seed or data) is ignored.
 
-``dask_scheduler`` ("local" or a scheduler address; config ``dask:``) runs the chunked work of the
-fit and the evaluations on a dask cluster (``kernelscale.distributed``). Results do not depend on
-it, so it is not part of the run description.
+``dask_scheduler`` ("local", "slurm" or a scheduler address; config ``dask:``) runs the chunked work
+of the fit and the evaluations on a dask cluster (``kernelscale.distributed``). Results do not
+depend on it, so it is not part of the run description. The dataset is opened (and verified)
+before the cluster starts, so a bad dataset does not first wait for Slurm worker jobs.
+
+Once the cluster is up, every worker must read the dataset's first rows as the job does
+(``distributed.check_workers_read``): a worker without the job's file system is a one-line error
+before the fit, not a model trained on zarr's fill values.
+
+A run that fails before it has anything to resume (an unreachable scheduler, worker jobs that
+never start, workers that cannot read the dataset, a bad dataset) leaves no run folder behind
+when the job created it (``failed_start_leaves_nothing``); a folder that was there before (made
+by Snakemake, or holding an earlier run's checkpoint) is left as it was, less the ``*.tmp``
+files of interrupted writes. A run that fails after a finished segment keeps its checkpoint (a
+rerun resumes); ``final.json`` appears only when a run is complete.
 """
 
 from __future__ import annotations
@@ -36,12 +48,14 @@ import os
 import pickle
 import platform
 import resource
+import shutil
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import __version__
-from ..distributed import client_from_setting, use_client
+from ..distributed import check_workers_read, client_from_setting, current_client, use_client
 from .chosen import chosen_settings
 from .evaluate import evaluate, primary_metric
 
@@ -263,18 +277,52 @@ def train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, *,
     """Run (or resume) one training run; returns final.json's content, or None when stopped early
     by ``stop_after`` (number of segments to do in this call; for tests and debugging).
     ``dask_scheduler``/``dask_workers``: see ``distributed.client_from_setting``; None keeps the
-    caller's ``use_client`` setting."""
-    if dask_scheduler is not None:
-        with client_from_setting(dask_scheduler, dask_workers) as client, use_client(client):
-            return _train(data_dir, out_dir, algorithm, spec, seed, stop_after, eval_chunk_rows)
-    return _train(data_dir, out_dir, algorithm, spec, seed, stop_after, eval_chunk_rows)
+    caller's ``use_client`` setting. A failure before there is anything to resume leaves no run
+    folder this call created (``failed_start_leaves_nothing``)."""
+    with failed_start_leaves_nothing(out_dir):
+        # the dataset first: a bad one fails in seconds, not after the cluster's start
+        prepared = open_prepared(data_dir)
+        if dask_scheduler is not None:
+            with client_from_setting(dask_scheduler, dask_workers) as client, use_client(client):
+                check_workers_read(client, prepared[1])  # a worker without the data: one line
+                return _train(data_dir, out_dir, prepared, algorithm, spec, seed, stop_after,
+                              eval_chunk_rows)
+        check_workers_read(current_client(), prepared[1])  # a caller's use_client, if any
+        return _train(data_dir, out_dir, prepared, algorithm, spec, seed, stop_after,
+                      eval_chunk_rows)
 
 
-def _train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, stop_after: int | None,
-           eval_chunk_rows: int | None) -> dict | None:
+@contextmanager
+def failed_start_leaves_nothing(out_dir):
+    """On an exception in the block: remove the run folder ``out_dir`` if the block created it and
+    it holds nothing to resume (no checkpoint, no final.json), else only the ``*.tmp`` files of
+    interrupted writes. A failed start (unreachable scheduler, stuck Slurm queue, workers that
+    cannot read the data, bad dataset) thus leaves nothing a rerun or the tables could take for
+    a result; a folder that was there before (Snakemake makes the outputs' folders) stays."""
+    out = Path(out_dir)
+    made = not out.exists()
+    try:
+        yield out
+    except BaseException:
+        try:
+            if out.is_dir():
+                keep = (out / CHECKPOINT).exists() or (out / "final.json").exists()
+                if made and not keep:
+                    shutil.rmtree(out)
+                else:
+                    for tmp in out.glob("*.tmp"):
+                        tmp.unlink(missing_ok=True)
+        except OSError as e:  # the failure is the news: say what is left, raise the failure
+            print(f"warning: could not clean up the run folder {out} after the failure "
+                  f"({e.strerror or e})", flush=True)
+        raise
+
+
+def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
+           stop_after: int | None, eval_chunk_rows: int | None) -> dict | None:
     data_dir, out = Path(data_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    meta, arrays = open_prepared(data_dir)
+    meta, arrays = prepared
     task = meta["task"]
     est, device = build_estimator(spec, task, seed)
     iterative = bool(getattr(est, "iterative", False))
