@@ -22,7 +22,8 @@ figures say so. Data: ``../shared/devdata`` prepared as in ``benchmarks/realdata
     python benchmarks/reproduce.py --config config/reproduce.yaml --out results/reproduce
     python benchmarks/reproduce.py --claims 003 000 --datasets dev_phoneme --max-train 2000
 
-writes ``<out>/verdicts.md`` and ``verdicts.csv`` and one MLflow run per claim.
+writes ``<out>/verdicts.md`` and ``verdicts.csv`` and one MLflow run per claim. Each method has
+the colour and marker it has in every figure of the project (``method_style``).
 """
 
 from __future__ import annotations
@@ -151,6 +152,24 @@ def _save(fig, path: Path):
     plt.close(fig)
 
 
+# Each method's name in the library's registry, for its colour and marker: the same as in the
+# pipeline's figures (kernelscale.pipeline.plots.ALGORITHM_STYLES). Paper 002's RFF ridge and CD
+# on Fourier features, which the registry has not, take the random-features colour (rff_sgd's)
+# with a marker of their own.
+STYLE_NAMES = {"RB+CG": ("rb_cg", None), "RFF": ("rff_ridge", "rff_sgd"),
+               "RB": ("rb_cd", None), "Fourier": ("rff_cd", "rff_sgd"),
+               "EigenPro": ("eigenpro", None), "SGD": ("kernel_sgd", None)}
+
+
+def method_style(method: str) -> dict:
+    """``color`` and ``marker`` of ``method`` (a registry name such as "dsg", or a label of
+    ``STYLE_NAMES``) for ``ax.plot``: fixed per method across every figure of the project."""
+    from kernelscale.pipeline.plots import algorithm_style
+
+    colour, marker = algorithm_style(*STYLE_NAMES.get(method, (method.lower(), None)))
+    return {"color": colour, "marker": marker}
+
+
 def _metric_name(d: Data) -> str:
     return "test RMSE" if d.task == "regression" else "test error"
 
@@ -202,7 +221,7 @@ def paper003_dsg_equal_time(datasets, max_train, out, *, max_test=None, segments
                         "point, dotted)")
     for ax, (d, pts, v) in zip(axes[0], panels, strict=True):
         for m, p in pts.items():
-            ax.plot([t for t, _ in p], [s for _, s in p], "o-", ms=4, label=m)
+            ax.plot([t for t, _ in p], [s for _, s in p], "-", ms=4, label=m, **method_style(m))
         ax.axvline(pts["dsg"][-1][0], color="k", ls=":", lw=1)
         ax.set_xscale("log")
         ax.set_xlabel("fit time, one thread (s)")
@@ -254,7 +273,8 @@ def paper000_ordering(datasets, max_train, out, *, max_test=None, segments=6, ep
                         "CPU time; equal time dotted)")
     for ax, (d, curves, t_eq, v) in zip(axes[0], panels, strict=True):
         for var, c in curves.items():
-            ax.plot([t for t, _ in c], [o for _, o in c], "o-", ms=3, label=var.upper())
+            ax.plot([t for t, _ in c], [o for _, o in c], "-", ms=4, label=var.upper(),
+                    **method_style(var))
         ax.axvline(t_eq, color="k", ls=":", lw=1)
         ax.set_xlabel("fit time (CPU s, one thread)")
         ax.set_ylabel("training loss (objective's data term)")
@@ -303,9 +323,10 @@ def paper002_rb_vs_rff(datasets, max_train, out, *, max_test=None,
     for j, (d, r, v) in enumerate(panels):
         for meth in ("RB+CG", "RFF"):
             pts = [x for x in r if x["method"] == meth]
-            axes[0, j].plot([x["R"] for x in pts], [x["test_error"] for x in pts], "o-", label=meth)
-            axes[1, j].plot([x["fit_s"] for x in pts], [x["test_error"] for x in pts], "o-",
-                            label=meth)
+            axes[0, j].plot([x["R"] for x in pts], [x["test_error"] for x in pts], "-", label=meth,
+                            **method_style(meth))
+            axes[1, j].plot([x["fit_s"] for x in pts], [x["test_error"] for x in pts], "-",
+                            label=meth, **method_style(meth))
         axes[0, j].set_xscale("log", base=2)
         axes[0, j].set_xlabel("R (grids / features)")
         axes[1, j].set_xscale("log")
@@ -359,7 +380,7 @@ def paper002_cd_speedup(datasets, max_train, out, *, max_test=None, R=64, epochs
         for k, feats in enumerate(("RB", "Fourier")):
             pts = [x for x in r if x["features"] == feats]
             ax.bar([x["tau"] + (k - 0.5) * 0.35 for x in pts], [x["speedup"] for x in pts],
-                   width=0.35, label=f"{feats} (measured)")
+                   width=0.35, label=f"{feats} (measured)", color=method_style(feats)["color"])
         rb = [x for x in r if x["features"] == "RB"]
         ax.plot([x["tau"] for x in rb], [x["predicted"] for x in rb], "k^--", label="RB eq. 29")
         ax.set_xticks([x["tau"] for x in rb])
@@ -423,8 +444,10 @@ def paper004_eigenpro_epochs(datasets, max_train, out, *, max_test=None, max_epo
                         "top: vs epochs, bottom: vs fit time)", 2)
     for j, (d, curves, target, v) in enumerate(panels):
         for label, c in curves.items():
-            axes[0, j].plot([e for e, *_ in c], [x[3] for x in c], "o-", ms=3, label=label)
-            axes[1, j].plot([x[1] for x in c], [x[3] for x in c], "o-", ms=3, label=label)
+            axes[0, j].plot([e for e, *_ in c], [x[3] for x in c], "-", ms=4, label=label,
+                            **method_style(label))
+            axes[1, j].plot([x[1] for x in c], [x[3] for x in c], "-", ms=4, label=label,
+                            **method_style(label))
         axes[0, j].set_xlabel("epochs")
         axes[1, j].set_xlabel("fit time, one thread (s)")
         for ax in axes[:, j]:

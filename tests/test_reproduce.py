@@ -1,8 +1,10 @@
 """`make reproduce` (benchmarks/reproduce.py): the verdict rules on made-up curves, one claim end
-to end on a tiny devdata subsample, and the Snakemake target's plan."""
+to end on a tiny devdata subsample, the Snakemake target's plan and its figures in the report."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +144,93 @@ def test_prepared_pipeline_datasets_join_the_claims(tmp_path, monkeypatch, capsy
                     "--tracking-uri", ""])
     assert seen["datasets"] == ["dev_ring", "papers_set"]
     assert "covtype skipped (not prepared" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_report_takes_the_reproduce_figures(tmp_path):
+    """Snakemake reports only the targets it is given: `make report` adds `reproduce` once its
+    outputs are there (with `all` when a run left its tables), and the report then holds every
+    claim's figure and verdicts.csv (the rule's report() marks), under "Reproduce"."""
+    import matplotlib.image
+    import numpy as np
+
+    from kernelscale.pipeline import plan
+    from test_workflow_pipeline import TINY, make_workdir
+
+    workdir, env = make_workdir(tmp_path, TINY)
+    shutil.copy(ROOT / "Makefile", workdir / "Makefile")
+    (workdir / "config").mkdir()
+    shutil.copy(ROOT / "config" / "reproduce.yaml", workdir / "config" / "reproduce.yaml")
+    for name in ("pyproject.toml", "requirements.lock"):  # older than the stamp: the venv
+        shutil.copy(ROOT / name, workdir / name)         # (this interpreter's) counts as built
+        os.utime(workdir / name, (0, 0))
+    (workdir / "stamp").touch()
+    make = ["make", "-s", f"VENV={sys.prefix}", "STAMP=stamp", "CORES=1"]
+
+    def planned():
+        r = subprocess.run([*make, "-n", "report"], cwd=workdir, env=env, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        [line] = [ln for ln in r.stdout.splitlines() if "--report" in ln]
+        return line.split("snakemake", 1)[1].split("--cores")[0].split()
+
+    assert planned() == []  # nothing reproduced: the default target, as before
+    out = workdir / "results" / "reproduce"
+    out.mkdir(parents=True)
+    claims = plan.reproduce_claims(ROOT / "config" / "reproduce.yaml")
+    assert len(claims) >= 5
+    for claim in claims:
+        matplotlib.image.imsave(out / f"{claim}.png", np.zeros((4, 4, 3)))
+    (out / "verdicts.csv").write_text("paper,claim,dataset,holds\n003,c,dev_x,True\n")
+    (out / "verdicts.md").write_text("| verdicts |\n")
+    assert planned() == ["reproduce"]
+    (workdir / "results" / "tables").mkdir()
+    (workdir / "results" / "tables" / "summary.csv").write_text("")
+    assert planned() == ["all", "reproduce"]
+    (workdir / "results" / "tables" / "summary.csv").unlink()
+
+    r = subprocess.run([*make, "report"], cwd=workdir, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    html = (workdir / "results" / "report.html").read_text(errors="replace")
+    for claim in claims:
+        assert f"{claim}.png" in html, claim
+    assert "verdicts.csv" in html and "Reproduce" in html
+
+
+def test_figures_use_each_methods_fixed_style(monkeypatch):
+    """Every method keeps the colour and marker it has in all of the project's figures
+    (kernelscale.pipeline.plots.algorithm_style), not matplotlib's colour cycle."""
+    import types
+
+    import numpy as np
+    from matplotlib.colors import to_hex
+
+    from kernelscale.pipeline.plots import algorithm_style
+
+    d = reproduce.Data(task="binary", X=np.zeros((10, 2)), y=np.zeros(10), Xt=np.zeros((5, 2)),
+                       yt=np.zeros(5), n_full=10, name="dev_x")
+    monkeypatch.setattr(reproduce, "load", lambda *a, **k: d)
+    figures = []
+    monkeypatch.setattr(reproduce, "_finish", lambda out, stem, rows, fig: figures.append(fig))
+    # nystrom first: matplotlib's cycle would have given it dsg's blue
+    curves = {"nystrom": [(0.5, 0.3), (2.0, 0.2)], "dsg": [(1.0, 0.25), (3.0, 0.15)],
+              "rff_sgd": [(0.2, 0.4), (4.0, 0.1)]}
+    monkeypatch.setitem(sys.modules, "dsg_race_curves", types.SimpleNamespace(
+        curve=lambda m, kind, data, segments: [(i, t, s) for i, (t, s) in enumerate(curves[m])]))
+    reproduce.paper003_dsg_equal_time(["dev_x"], 10, "unused",
+                                      methods=("nystrom", "dsg", "rff_sgd"))
+    [fig] = figures
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    for m in curves:
+        colour, marker = algorithm_style(m)
+        assert (to_hex(lines[m].get_color()), lines[m].get_marker()) == (colour.lower(), marker)
+    # the labels of the other claims' figures map onto registered methods
+    assert reproduce.method_style("EigenPro")["color"] == algorithm_style("eigenpro")[0]
+    assert reproduce.method_style("SGD")["color"] == algorithm_style("kernel_sgd")[0]
+    assert reproduce.method_style("RB+CG")["color"] == algorithm_style("rb_cg")[0]
+    assert reproduce.method_style("RB")["color"] == algorithm_style("rb_cd")[0]
+    rff = reproduce.method_style("RFF")
+    assert rff["color"] == algorithm_style("rff_sgd")[0]
+    assert rff["marker"] != algorithm_style("rff_sgd")[1]
+    assert reproduce.method_style("CDSG") == reproduce.method_style("cdsg")

@@ -401,6 +401,23 @@ def test_chosen_settings_read_solvers_and_skip_what_is_not_a_setting():
     chosen = chosen_settings(est)
     assert chosen["eta0"] == est.solver_.eta0 and est.eta0 == "auto"
     assert chosen["reg"] == est.reg_ and chosen["bandwidth"] == est.bandwidth_
+    # what the other families chose: NORMA's budget="auto", EigenPro's subsample and spectrum
+    # (its step size follows them), Random Binning's bins per grid
+    expected = {"norma": {"budget": "budget_"},
+                "eigenpro": {"subsample_size": "subsample_size_", "beta": "beta_",
+                             "lambda_top": "lambda_top_", "lambda_next": "lambda_next_",
+                             "n_eigenvectors": "n_eigenvectors_", "eta": "eta_"},
+                "rb_cg": {"kappa": "kappa_", "n_features_out": "n_features_out_"}}
+    params = {"norma": {"n_iter": 3, "batch_size": 16},
+              "eigenpro": {"n_iter": 3, "subsample_size": 100, "n_eigenvectors": 10},
+              "rb_cg": {"n_components": 16}}
+    for name, attrs in expected.items():
+        est = registry.make_estimator(name, "regression", random_state=0,
+                                      **params[name]).fit(X, X[:, 0])
+        chosen = chosen_settings(est)
+        assert {k: chosen.get(k) for k in attrs} == {k: getattr(est, a) for k, a in
+                                                      attrs.items()}, name
+    assert chosen["kappa"] == chosen["n_features_out"] / 16
 
     class Fitted:
         bandwidth_ = np.float32(0.5)

@@ -1,8 +1,10 @@
 # The seed papers' headline claims on the devdata sets (benchmarks/reproduce.py, issue 23):
 # `make reproduce` = `snakemake reproduce`. Claims, datasets and subsample sizes come from
 # config/reproduce.yaml; each claim is one MLflow run (experiment kernelscale-reproduce) in the
-# pipeline's tracking store. Not part of `all` (~10-15 minutes on 2 cores); the Makefile removes
-# verdicts.md first so that asking for it reruns it.
+# pipeline's tracking store. Not part of `all` (minutes on 2 cores: docs/benchmarks.md); the Makefile
+# removes verdicts.md first so that asking for it reruns it. The report() files reach
+# results/report.html only when `reproduce` is among --report's targets: `make report` adds it
+# once verdicts.md exists (`snakemake all reproduce --report results/report.html`).
 
 
 rule reproduce:

@@ -22,6 +22,7 @@ CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("n_components", ("n_components_",)),        # RFF, Nystrom
     ("rank", ("rank_",)),                        # Nystrom: centres kept after the pseudo-inverse
     ("n_features_out", ("n_features_out_",)),    # Random Binning: non-empty bins of all grids
+    ("kappa", ("kappa_",)),                      # Random Binning: D / R, non-empty bins per grid
     ("n_iter", ("n_iter_per_fit_",)),            # DSG: iterations per fit call
     ("iterations", ("n_iter_",)),                # iterations run in all (every segment)
     ("epochs", ("n_epochs_",)),                  # EigenPro
@@ -33,6 +34,11 @@ CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("batch_size", ("batch_size_",)),            # EigenPro (critical batch size), DSG
     ("block_size", ("block_size_",)),            # DSG: random features per block
     ("n_eigenvectors", ("n_eigenvectors_",)),    # EigenPro
+    ("subsample_size", ("subsample_size_",)),    # EigenPro: M rows for the eigensystem, at most n
+    ("beta", ("beta_",)),                        # EigenPro: max k(x, x) over the subsample
+    ("lambda_top", ("lambda_top_",)),            # EigenPro: lambda_1 of the subsample's operator
+    ("lambda_next", ("lambda_next_",)),          # EigenPro: lambda_{k+1}, what the step follows
+    ("budget", ("budget_",)),                    # NORMA: expansion terms kept (budget="auto")
     ("precondition", ("precondition_",)),        # DSG
     ("window_rows", ("window_rows_",)),          # estimators reading X a window at a time
     ("device", ("device_",)),
