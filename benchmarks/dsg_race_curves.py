@@ -43,9 +43,10 @@ def _auto_epochs(est) -> float | None:
 
 def _segment_params(name, est, n, d, segments):
     if name in ("dsg", "udsg", "cdsg"):
-        from kernelscale.estimators.dsg import auto_iterations, auto_sizes
+        from kernelscale.estimators.dsg import auto_iterations, auto_sizes, new_block_share
 
-        return {"n_iter": -(-auto_iterations(n, auto_sizes(n, d)[1]) // segments)}
+        total = auto_iterations(n, auto_sizes(n, d)[1], new_block_share(name))
+        return {"n_iter": -(-total // segments)}
     return {"n_iter": f"{_auto_epochs(est) / segments:g} epochs"}
 
 
@@ -138,15 +139,15 @@ def plot(rows, refs, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from kernelscale.pipeline.plots import algorithm_style
+
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
-    style = {"dsg": ("C0", "o"), "udsg": ("C1", "s"), "cdsg": ("C2", "^"),
-             "eigenpro_rf": ("C3", "D"), "rff_sgd": ("C4", "v"), "nystrom": ("C5", "P")}
     for ax, ds in zip(axes[0], datasets, strict=True):
         sub = [r for r in rows if r["dataset"] == ds]
         for m in dict.fromkeys(r["method"] for r in sub):
             pts = [r for r in sub if r["method"] == m]
-            c, mk = style.get(m, ("k", "x"))
+            c, mk = algorithm_style(m)  # each method's colour and marker in every figure
             ax.plot([r["fit_s"] for r in pts], [r["score"] for r in pts], marker=mk, color=c, label=m)
         if ds in refs:
             ax.axhline(float(refs[ds]), color="k", ls="--", lw=1, label="SVC / exact KRR")

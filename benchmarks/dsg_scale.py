@@ -56,7 +56,12 @@ def main(argv=None) -> int:
 
     from threadpoolctl import threadpool_limits
 
-    from kernelscale.estimators.dsg import DSGClassifier, auto_iterations, auto_sizes
+    from kernelscale.estimators.dsg import (
+        DSGClassifier,
+        auto_iterations,
+        auto_sizes,
+        new_block_share,
+    )
     from kernelscale.pipeline.data.bayes import bayes_error, bayes_params, bayes_rows
 
     threadpool_limits(1)
@@ -67,8 +72,9 @@ def main(argv=None) -> int:
         Xt, yt = bayes_rows(params, n, n + N_TEST)
         with tempfile.TemporaryDirectory() as tmp:
             X, y = write_zarr(params, n, Path(tmp) / "data.zarr")
-            per_segment = -(-auto_iterations(n, auto_sizes(n, D)[1]) // args.epochs)
             for variant in args.variants:
+                per_segment = -(-auto_iterations(n, auto_sizes(n, D)[1],
+                                                 new_block_share(variant)) // args.epochs)
                 est = DSGClassifier(variant=variant, random_state=0, warm_start=True,
                                     n_iter=per_segment, engine={"memory_budget": args.budget,
                                                                 "device": args.device})

@@ -393,6 +393,30 @@ def test_auto_iterations_grow_with_n_without_a_cap():
     assert auto_iterations(10**7, 65536) == -(-4 * 10**7 // 65536)
 
 
+def test_udsg_auto_iterations_cost_what_dsgs_do():
+    """UDSG draws a new block in G / (G + U) of its steps; its "auto" count is DSG's divided by
+    sqrt(G / (G + U)), so that its sum over steps of blocks evaluated (the cost of f on the
+    batches) equals DSG's (paper 000 compares the variants at equal time)."""
+    from kernelscale.estimators.dsg import auto_iterations, new_block_share
+
+    assert new_block_share("dsg") == new_block_share("cdsg") == 1.0
+    assert new_block_share("udsg", 1, 1) == 0.5 and new_block_share("udsg", 1, 3) == 0.25
+    for n, B in ((4000, 1024), (60_000, 4096), (10**6, 16384)):
+        T = auto_iterations(n, B)
+        for G, U in ((1, 1), (1, 3), (2, 1)):
+            s = new_block_share("udsg", G, U)
+            Tu = auto_iterations(n, B, s)
+            dsg_cost = sum(range(1, T + 1))
+            udsg_cost = sum(s * t for t in range(1, Tu + 1))
+            assert Tu > T and abs(udsg_cost - dsg_cost) <= 2 * dsg_cost / T  # equal, to a step
+    assert auto_iterations(60_000, 4096, 0.5) == 84  # Fashion-MNIST: sqrt(2) x 59
+    clf = DSGClassifier(variant="udsg", random_state=0, block_size=16).fit(
+        *make_classification(n_samples=300, n_features=5, random_state=0))
+    assert clf.n_iter_per_fit_ == auto_iterations(300, clf.batch_size_, 0.5) == 46
+    with pytest.raises(ValueError, match="new_share"):
+        auto_iterations(100, 10, 0.0)
+
+
 def test_auto_schedule_follows_the_step():
     """t0="auto": one epoch with the EigenPro step (all three variants), 100 with the block
     Newton step; CDSG's max_step_ratio="auto": 1 with the EigenPro step (a reused block is not

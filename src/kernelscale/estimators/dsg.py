@@ -92,16 +92,31 @@ def auto_sizes(n: int, d: int, block_size="auto", batch_size="auto") -> tuple[in
     return F, B
 
 
-def auto_iterations(n: int, batch_size: int) -> int:
-    """``n_iter="auto"``: ``AUTO_EPOCHS`` epochs, ceil(4 n / B) iterations, at least
-    ``MIN_AUTO_ITERATIONS``; never capped above, so a fit sees every row four times for any n.
+def auto_iterations(n: int, batch_size: int, new_share: float = 1.0) -> int:
+    """``n_iter="auto"``: the work of ``AUTO_EPOCHS`` epochs of DSG, ceil(4 n / B) iterations
+    and at least ``MIN_AUTO_ITERATIONS``, divided by sqrt(``new_share``); never capped above,
+    so a fit sees every row at least four times for any n.
 
     Cost with the "auto" sizes: T = 4 n / B iterations, DSG evaluates f over t blocks at step
     t, so a fit costs sum_t t B F d = 8 n^2 F d / B: 2 n^2 d while B = 4 F (n up to ~10^6,
-    F = 4,096), 2048 n^1.5 d beyond (B = 16 sqrt(n)). UDSG adds a block every G + U steps
-    (G / (G + U) of DSG's cost); CDSG as many as its check adds. Prediction costs
-    n_test T F d, n_test / (2 n) of DSG's fit (1/20 for a test set a tenth of n)."""
-    return max(MIN_AUTO_ITERATIONS, -(-AUTO_EPOCHS * int(n) // max(1, int(batch_size))))
+    F = 4,096), 2048 n^1.5 d beyond (B = 16 sqrt(n)). A variant that draws a new block in a
+    share s of its steps (UDSG: s = G / (G + U)) has s t blocks at step t, so T steps cost
+    s T^2 B F d / 2: T / sqrt(s) steps cost what DSG's T do. That is paper 000's comparison,
+    reuse against new features at equal time (UDSG: sqrt(2) x four epochs at G = U = 1).
+    CDSG's share is decided by its check as it runs; it takes DSG's count. Prediction costs
+    n_test m F d for m blocks, n_test / (2 n) of DSG's fit (1/20 for a test set a tenth of n)."""
+    base = max(MIN_AUTO_ITERATIONS, -(-AUTO_EPOCHS * int(n) // max(1, int(batch_size))))
+    if not 0.0 < new_share <= 1.0:
+        raise ValueError(f"new_share={new_share!r} must be in (0, 1]")
+    return int(math.ceil(base / math.sqrt(new_share) - 1e-9))
+
+
+def new_block_share(variant: str, n_new: int = 1, n_reuse: int = 1) -> float:
+    """Share of steps that draw a new block, where it is fixed in advance: G / (G + U) for
+    UDSG, 1 for DSG and for CDSG (whose check decides as it runs)."""
+    if variant == "udsg":
+        return int(n_new) / (int(n_new) + int(n_reuse))
+    return 1.0
 
 
 _DSG_PARAMS = """\
@@ -130,8 +145,10 @@ block_size : "auto" or int, default="auto"
     F, random features per new block. "auto" = ``auto_block_size(n, d)``: max(4 sqrt(n), d / 2)
     rounded to a power of two, from 256 to 4,096. The value used is ``block_size_``.
 n_iter : "auto", int >= 1 or "K epochs", default="auto"
-    Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B)``: four epochs,
-    ceil(4 n / B), and at least 32; no upper bound, so every row is seen four times
+    Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B, s)``: four epochs,
+    ceil(4 n / B), and at least 32, for DSG and CDSG; for UDSG, which draws a new block in a
+    share s = G / (G + U) of its steps, that count / sqrt(s), the same cost as DSG's (paper
+    000's comparison at equal time). No upper bound: every row is seen at least four times
     whatever n. Cost: iteration t evaluates f on the batch over all its blocks, O(m_t B F d)
     with m_t blocks (DSG: m_t = t; UDSG: G / (G + U) of t; CDSG: as many as its check adds),
     so E epochs of DSG cost O(E^2 n^2 F d / (2 B)): with the "auto" sizes O(n^2 d) up to
@@ -283,8 +300,9 @@ class _DSGBase(KernelscaleEstimator):
         self.block_size_, self._batch_rows = F, B
         self.batch_size_ = min(B, n)
         self._per_epoch = -(-n // self.batch_size_)
-        self.n_iter_per_fit_ = (auto_iterations(n, self.batch_size_) if self.n_iter == "auto"
-                                else steps(self.n_iter, self._per_epoch, 1))
+        share = new_block_share(self.variant, self.n_new, self.n_reuse)
+        self.n_iter_per_fit_ = (auto_iterations(n, self.batch_size_, share)
+                                if self.n_iter == "auto" else steps(self.n_iter, self._per_epoch, 1))
         if self.precondition == "auto":
             regression = "eigenpro" if self.batch_size_ >= EIGENPRO_MIN_BATCH else False
             precondition = {"classification": True, "regression": regression}.get(loss.task,
@@ -339,23 +357,24 @@ class _DSGBase(KernelscaleEstimator):
             return Xb, encode(yb, xp)
 
         spread = None
-        client = current_client()
-        if client is not None and not is_in_memory(X):
-            # data-parallel steps: each dask worker reads and works on its share of every batch
-            spread = batches = SpreadDSG(
-                client, X, y_stream, encode,
-                dict(batch_size=self._batch(), seed=stream_seed, dtype=self.model_.blocks.dtype,
-                     window_rows=window_rows), self.solver_, stream=stream)
-
-        if self.solver_.config.precondition == "eigenpro":
-            n = int(X.shape[0])
-            idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed_)
-            step = max(1, int(stream.window_rows))  # read in window-sized pieces (out of core)
-            self.solver_.X_S = xp.concatenate([
-                xp.asarray(take_rows(X, idx[i:i + step]), dtype=self.model_.blocks.dtype)
-                for i in range(0, len(idx), step)])
         progress = Progress(self.variant.upper(), n_iter, getattr(self, "verbose", 0))
-        try:
+        try:  # the stream (and the workers' replicas) are closed however the set-up ends
+            client = current_client()
+            if client is not None and not is_in_memory(X):
+                # data-parallel steps: each dask worker reads and works on its share of every
+                # batch
+                spread = batches = SpreadDSG(
+                    client, X, y_stream, encode,
+                    dict(batch_size=self._batch(), seed=stream_seed,
+                         dtype=self.model_.blocks.dtype, window_rows=window_rows),
+                    self.solver_, stream=stream)
+            if self.solver_.config.precondition == "eigenpro":
+                n = int(X.shape[0])
+                idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed_)
+                step = max(1, int(stream.window_rows))  # window-sized pieces (out of core)
+                self.solver_.X_S = xp.concatenate([
+                    xp.asarray(take_rows(X, idx[i:i + step]), dtype=self.model_.blocks.dtype)
+                    for i in range(0, len(idx), step)])
             self.solver_.run(batches, n_iter, self.history_, on_step=progress)
         finally:
             progress.close()
