@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import DeviceError, resolve_device
 from ..budget import budget_window
+from ..distributed import current_client
 from ..kernels import FourierBlocks
 from ..losses import make_loss
 from ..preconditioners import subsample_indices
@@ -33,7 +34,7 @@ from ..solvers.norma import NORMA
 from ..solvers.nystrom import NystromRidge
 from ..solvers.pegasos import KernelPegasos
 from ..solvers.rff_sgd import RFFSGD
-from ..stream import BatchStream
+from ..stream import BatchStream, is_in_memory
 from ._base import LabelCoder, check_X, check_X_y, doc_indent
 from ._kernel_common import (
     ClassifierTargets,
@@ -232,12 +233,32 @@ class _RFFSGDBase(_IterativeMixin, KernelEstimatorBase):
             Xb, Yb = stream.batch(t)
             return Xb, xp.asarray(Yb, dtype=dtype)
 
+        spread = None
         self.solver_.data = (X, Y)
         try:
+            client = current_client()
+            if client is not None and not is_in_memory(X):
+                # data-parallel steps: each dask worker reads and works on its share of every
+                # batch (kernelscale.distributed_rff)
+                from ..distributed_rff import SpreadRFF
+
+                try:
+                    spread = batches = SpreadRFF(
+                        client, X, Y, dict(batch_size=int(self.batch_size), seed=self.seed_,
+                                           dtype=dtype, window_rows=window_rows), self.solver_)
+                except BaseException:
+                    stream.close()
+                    raise
             self._train(stream, batches, f"RFF+{self.solver.upper()}",
                         "set a smaller eta0 (or a larger reg)")
         finally:
             self.solver_.data = None
+            if spread is not None:
+                spread.close()
+                # what the fit sent and received (array payloads), for the cost model
+                self.spread_ = {"workers": spread.W, "round_trips": spread.round_trips,
+                                "bytes_sent": spread.bytes_sent,
+                                "bytes_received": spread.bytes_received}
         return self
 
     def objective(self, X, y) -> float:

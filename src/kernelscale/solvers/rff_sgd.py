@@ -113,10 +113,13 @@ class RFFSGD(DeviceState):
             total += float(self.loss.value(Phi @ self.w, Yc).sum())
         return total / int(X.shape[0]) + 0.5 * self.alpha * float((self.w * self.w).sum())
 
-    def step(self, Xb, Yb):
+    def step(self, Xb, Yb=None):
         """One SGD step (eta_t = eta0 / (1 + alpha eta0 t)) or SVRG step (a new snapshot every
         ``inner`` steps) on batch (Xb, Yb); returns the record: batch objective before the step and
-        the step size."""
+        the step size. ``Xb`` alone: the batch's rows are spread over dask workers
+        (``distributed_rff.SpreadRFFRows``), which return the row sums of the step."""
+        if Yb is None:
+            return self._step_spread(Xb)
         Phi = self.blocks.features(Xb, 0)
         if self.solver == "sgd":
             eta = self.eta0 / (1.0 + self.alpha * self.eta0 * self.t)
@@ -132,6 +135,34 @@ class RFFSGD(DeviceState):
         batch_loss = float(self.loss.value(u, Yb).mean())
         self.w -= eta * g
         return {"objective": batch_loss, "step": eta}
+
+    def _step_spread(self, rows):
+        """``step`` with the row sums from the workers (``rows.gradient``: sum over the batch of
+        phi loss'(phi^T w) at w (and at the snapshot), the summed loss, the row count;
+        ``rows.full_gradient``: SVRG's sum over all n rows): the same update on the same kind
+        of numbers, summed in another order."""
+        xp = self.xp
+        if self.solver == "sgd":
+            eta = self.eta0 / (1.0 + self.alpha * self.eta0 * self.t)
+            G, loss_sum, m, _ = rows.gradient(self.w, None)
+            g = xp.asarray(G) / m
+            if self.alpha:
+                g = g + self.alpha * self.w
+        else:
+            if self.t % self.inner == 0:  # new snapshot at fixed iteration numbers
+                self.w_snap = self.w.copy()
+                total, n = rows.full_gradient(self.w_snap)
+                self.mu = xp.asarray(total) / n + self.alpha * self.w_snap
+            eta = self.eta0
+            G, loss_sum, m, G_snap = rows.gradient(self.w, self.w_snap)
+            g = xp.asarray(G) / m
+            g_snap = xp.asarray(G_snap) / m
+            if self.alpha:
+                g = g + self.alpha * self.w
+                g_snap = g_snap + self.alpha * self.w_snap
+            g = g - g_snap + self.mu
+        self.w -= eta * g
+        return {"objective": float(loss_sum / m), "step": eta}
 
     def decision(self, A):
         """f(A) = phi(A) W."""
