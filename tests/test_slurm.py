@@ -317,3 +317,87 @@ def test_dask_workers_that_never_start_are_a_one_line_error(cluster, tmp_path):
         time.sleep(0.5)
     assert "dask-worker" not in subprocess.run(["squeue", "-h", "-o", "%j"],
                                                capture_output=True, text=True).stdout
+
+
+@pytest.mark.slurm
+@pytest.mark.slow  # the cluster fixture installs and starts Slurm
+@pytest.mark.timeout(600)
+def test_dsg_fit_survives_a_worker_job_cancelled_mid_fit(cluster, tmp_path):
+    """Two dask-jobqueue worker jobs, a DSG fit spread over them, and one job cancelled with
+    `scancel` after the first iterations: the fit goes on on the other job's worker (one warning
+    line naming the lost worker) and ends with the in-process fit's model."""
+    import threading
+    import warnings
+
+    import numpy as np
+
+    from kernelscale.distributed import slurm_client, use_client
+    from kernelscale.estimators import DSGClassifier
+
+    Xz, X, y = _spread_data(tmp_path)
+    # long enough that the cancelled worker leaves (SIGTERM, then the scheduler notices) well
+    # before the last step: the loss must happen mid-fit, not after it
+    kw = dict(n_iter=200, batch_size=512, block_size=32, random_state=0,
+              engine={"dtype": "float64"})
+    local = DSGClassifier(**kw).fit(Xz, y)
+    options = {"cores": 1, "memory": "1GB", "walltime": "00:10:00", "host": "127.0.0.1",
+               "start_timeout_s": 120, "log_directory": str(tmp_path / "logs")}
+    client = slurm_client(2, options)
+    est, cancelled, done = DSGClassifier(**kw), [], threading.Event()
+
+    def iterations() -> int:
+        return len(getattr(est, "history_", {}).get("iter", []))
+
+    def cancel_mid_fit(job_id: str) -> None:
+        deadline = time.time() + 120
+        while iterations() < 5 and not done.is_set() and time.time() < deadline:
+            time.sleep(0.01)
+        if done.is_set() or time.time() >= deadline:
+            return
+        r = subprocess.run(["scancel", job_id], capture_output=True, text=True, timeout=30)
+        cancelled.append((iterations(), r.returncode, r.stderr.strip()))
+
+    try:
+        info = client.scheduler_info()["workers"]
+        assert len(info) == 2, info
+        # each worker's own Slurm job (its environment), checked against dask-jobqueue's record
+        job_of = client.run(lambda: os.environ.get("SLURM_JOB_ID"))
+        by_name = {name: job.job_id for name, job in client.cluster.workers.items()}
+        assert {job_of[a] for a in info} == {by_name[info[a]["name"]] for a in info}, \
+            (job_of, by_name)
+        running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"],
+                                 capture_output=True, text=True, timeout=30).stdout.split()
+        assert set(job_of.values()) <= set(running), (job_of, running)
+        victim = sorted(info)[1]
+        killer = threading.Thread(target=cancel_mid_fit, args=(job_of[victim],), daemon=True)
+        t0 = time.time()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            killer.start()
+            try:
+                with use_client(client):
+                    est.fit(Xz, y)
+            finally:
+                done.set()
+                killer.join(timeout=60)
+        print(f"fit with a cancelled worker job: {time.time() - t0:.1f} s, "
+              f"cancelled at iteration {cancelled[0][0] if cancelled else '-'}")
+        assert cancelled and cancelled[0][1] == 0, cancelled  # scancel ran, mid-fit
+        assert 5 <= cancelled[0][0] < kw["n_iter"], cancelled
+        survivors = sorted(client.scheduler_info()["workers"])
+    finally:
+        client.close()
+        client.cluster.close()
+    msgs = [str(w.message) for w in caught if "lost dask worker" in str(w.message)]
+    assert len(msgs) == 1 and "\n" not in msgs[0], [str(w.message) for w in caught]
+    assert victim in msgs[0] and "continuing on 1 worker(s)" in msgs[0], msgs
+    assert victim not in survivors and len(survivors) >= 1, survivors
+    assert est.spread_["workers"] == 1 and est.n_iter_ == kw["n_iter"], est.spread_
+    a, b = local.decision_function(X[:300]), est.decision_function(X[:300])
+    assert np.max(np.abs(a - b)) <= 1e-9 * (1 + np.max(np.abs(a)))
+    deadline = time.time() + 30
+    while time.time() < deadline and "dask-worker" in subprocess.run(
+            ["squeue", "-h", "-o", "%j"], capture_output=True, text=True).stdout:
+        time.sleep(0.5)
+    assert "dask-worker" not in subprocess.run(["squeue", "-h", "-o", "%j"],
+                                               capture_output=True, text=True).stdout
