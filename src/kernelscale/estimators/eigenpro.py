@@ -6,7 +6,10 @@ so X is loaded onto the device once); ``method="rff"``: a linear model on ``n_co
 Fourier features, trained from mini-batches of a ``BatchStream`` so X may stay on disk (zarr, dask).
 Batch size and step size default to the paper's §4 choice (``kernelscale.preconditioners``).
 With ``warm_start=True`` each ``fit`` continues for another ``n_iter`` iterations on the same
-seeded batch sequence: segments give the model of one long run.
+seeded batch sequence: segments give the model of one long run. ``method="rff"`` with an
+on-disk X fitted inside ``distributed.use_client`` spreads each batch's rows over the dask
+workers (``kernelscale.distributed_eigenpro``; the preconditioner's subsample stays a set-up step
+on the client).
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ..budget import budget_window
+from ..distributed import current_client
 from ..kernels import FourierBlocks
 from ..solvers._common import Progress, load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
-from ..stream import BatchStream
+from ..stream import BatchStream, is_in_memory
 from ._base import doc_indent
 from ._kernel_common import (
     ClassifierTargets,
@@ -178,24 +182,43 @@ class _EigenProBase(KernelEstimatorBase):
             def batches(t):
                 return stream.batch(t)
         else:
+            window_rows = budget_window(self.engine_, X, solver.batch_size, self.n_components,
+                                        dtype)
             stream = BatchStream(X, Y, batch_size=solver.batch_size, seed=self.seed_, xp=xp,
-                                 dtype=dtype, window_rows=budget_window(self.engine_, X, solver.batch_size,
-                                                                        self.n_components, dtype))
+                                 dtype=dtype, window_rows=window_rows)
             self.window_rows_ = stream.window_rows  # rows read per window (budget's choice)
 
             def batches(t):
                 Xb, Yb = stream.batch(t)
                 return Xb, xp.asarray(Yb, dtype=dtype)
 
-        self._validate_params()  # n_iter may change between warm-started fits
-        n_iter = steps(self.n_iter, stream.batches_per_epoch, AUTO_EPOCHS)
-        progress = Progress("EigenPro", n_iter, getattr(self, "verbose", 0))
+        spread = None
         try:
-            run_loop(solver, batches, n_iter, self.history_, "EigenPro", on_step=progress,
-                     hint="set a smaller eta (or tau < 1)")
+            self._validate_params()  # n_iter may change between warm-started fits
+            n_iter = steps(self.n_iter, stream.batches_per_epoch, AUTO_EPOCHS)
+            client = current_client() if self.method == "rff" else None
+            if client is not None and not is_in_memory(X):
+                # data-parallel steps: each dask worker reads and works on its share of every
+                # batch (kernelscale.distributed_eigenpro)
+                from ..distributed_eigenpro import SpreadEigenProRF
+
+                spread = batches = SpreadEigenProRF(
+                    client, X, Y, dict(batch_size=solver.batch_size, seed=self.seed_,
+                                       dtype=dtype, window_rows=window_rows), solver)
+            progress = Progress("EigenPro", n_iter, getattr(self, "verbose", 0))
+            try:
+                run_loop(solver, batches, n_iter, self.history_, "EigenPro", on_step=progress,
+                         hint="set a smaller eta (or tau < 1)")
+            finally:
+                progress.close()
         finally:
-            progress.close()
             stream.close()
+            if spread is not None:
+                spread.close()
+                # what the fit sent and received (array payloads), for the cost model
+                self.spread_ = {"workers": spread.W, "round_trips": spread.round_trips,
+                                "bytes_sent": spread.bytes_sent,
+                                "bytes_received": spread.bytes_received}
         self.n_iter_ = solver.t
         self.n_epochs_ = solver.t / stream.batches_per_epoch
         return self

@@ -167,15 +167,28 @@ class RFFEigenPro(_StepMixin, DeviceState):
             self.blocks.to(xp)
         return super().to(xp)
 
-    def step(self, Xb, Yb):
+    def step(self, Xb, Yb=None):
         """One preconditioned step w -= eta P g on batch (Xb, Yb); returns the record
-        {"objective": mean squared residual before the step}."""
+        {"objective": mean squared residual before the step}. ``Xb`` alone: the batch's rows are
+        spread over dask workers (``distributed_eigenpro.SpreadEigenProRF``), which return the
+        row sums of the step."""
+        if Yb is None:
+            return self._step_spread(Xb)
         Phi = self.blocks.features(Xb, 0)
         r = Phi @ self.w - Yb
         m = r.shape[0]
         g = Phi.T @ r / m
         self.w -= self._batch_eta(m) * self.precond.apply(g)
         return {"objective": float((r * r).mean())}
+
+    def _step_spread(self, rows):
+        """``step`` with the row sums from the workers (``rows.gradient``: Phi_B^T r summed over
+        the batch, the summed r^2, the row count m): the same g = Phi_B^T r / m and the same
+        preconditioned update, summed in another order."""
+        G, sq_sum, m, _ = rows.gradient(self.w, None)
+        g = self.xp.asarray(G) / m
+        self.w -= self._batch_eta(m) * self.precond.apply(g)
+        return {"objective": float(sq_sum / (m * int(self.w.shape[1])))}
 
     def decision(self, A):
         """f(A) = phi(A) w."""
