@@ -37,6 +37,7 @@ its share of every batch, but reads whole chunks).
 
 from __future__ import annotations
 
+import time
 import uuid
 import warnings
 
@@ -45,6 +46,9 @@ import numpy as np
 from .backend import to_numpy
 
 LIVENESS_POLL_S = 2.0  # how often a waiting step checks that its workers are still there
+# how long a failed task waits for the scheduler to report its worker gone before its error
+# is taken as the task's own (a killed worker's tasks may fail before it is dropped)
+LOST_GRACE_S = 30.0
 _WORKERS: dict[str, RowWorker] = {}  # in each worker process: the fits' row workers, by key
 
 
@@ -217,6 +221,17 @@ class SpreadRows:
         self.driver.pending = (k, new, factor, to_numpy(model.coef[k]).copy())
 
 
+def _with_its_worker(error: BaseException) -> bool:
+    """Whether a task's error is how dask reports a task lost with its worker (cancelled,
+    killed, or its connection closed) rather than the task's own failure."""
+    from concurrent.futures import CancelledError
+
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    return isinstance(error, (CancelledError, KilledWorker, CommClosedError))
+
+
 class SpreadDSG:
     """The client's side: starts one ``RowWorker`` per dask worker and hands the solver a
     ``SpreadRows`` per step (``batches(t)`` of ``DSGSolver.run``)."""
@@ -260,21 +275,39 @@ class SpreadDSG:
             for w, addr in enumerate(workers)]
         self._collect(futures)
 
+    def _lost(self, wait_s: float = 0.0) -> list[str]:
+        """This fit's workers that have left the cluster, waiting up to ``wait_s`` for the
+        scheduler to notice one."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            alive = set(self.client.scheduler_info()["workers"])
+            lost = [w for w in self.workers if w not in alive]
+            if lost or time.monotonic() >= deadline:
+                return lost
+            time.sleep(0.1)
+
     def _collect(self, futures) -> list:
         """The futures' results in order; ``_WorkerLost`` as soon as one of this fit's workers
-        has left the cluster (its pinned tasks would otherwise wait for it forever)."""
+        has left the cluster (its pinned tasks would otherwise wait for it forever), or when a
+        task fails while one has: a task cancelled or killed with its worker can surface as
+        its own error (FutureCancelledError, KilledWorker) before the scheduler drops the
+        worker, so such errors wait up to ``LOST_GRACE_S`` for that. Any other error, or one
+        whose workers all stay, is raised as it is."""
         for future in futures:
             while True:
                 try:
                     future.result(timeout=LIVENESS_POLL_S)
                     break
                 except TimeoutError:
-                    alive = set(self.client.scheduler_info()["workers"])
-                    lost = [w for w in self.workers if w not in alive]
-                    if lost:
-                        for f in futures:
-                            f.cancel()
-                        raise _WorkerLost(lost) from None
+                    lost = self._lost()
+                except Exception as e:
+                    lost = self._lost(wait_s=LOST_GRACE_S if _with_its_worker(e) else 0.0)
+                    if not lost:
+                        raise
+                if lost:
+                    for f in futures:
+                        f.cancel()
+                    raise _WorkerLost(lost) from None
         return self.client.gather(futures)
 
     def call(self, w: int, method: str, *args):
