@@ -351,6 +351,10 @@ class SpreadDSG:
             model = copy.copy(model)
             model.n_blocks, model.scale = n_blocks, scale
         self.pending = None
+        if isinstance(self.y, np.ndarray):
+            # the labels again, to the workers left: the scheduler may count the broadcast copy
+            # as lost with the worker ("computation on lost data"), cancelling the new start
+            self.y_remote = self.client.scatter(self.y, broadcast=True, hash=False, workers=left)
         self._launch(left, model)
         if redo_forward:  # the workers' rows and loss derivatives for this step
             self._collect([self.call(w, "forward", self.solver.t - 1, None)

@@ -33,6 +33,8 @@ from __future__ import annotations
 import uuid
 import warnings
 
+import numpy as np
+
 from .distributed_dsg import _stop
 from .distributed_rff import SpreadRFF, _start
 
@@ -86,6 +88,10 @@ class SpreadEigenProRF(SpreadRFF):
                                 for a in left])
         except Exception:  # noqa: BLE001 - nothing to close is fine
             pass
+        # the targets again, to the workers left: the scheduler may count the broadcast copy as
+        # lost with the worker ("computation on lost data"), cancelling the new start
+        self.y_remote = self.client.scatter(np.asarray(self.y), broadcast=True, hash=False,
+                                            workers=left)
         self._launch(left)
 
 

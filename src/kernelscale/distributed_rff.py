@@ -166,6 +166,10 @@ class SpreadRFF(SpreadDSG):
                                 for a in left])
         except Exception:  # noqa: BLE001 - nothing to close is fine
             pass
+        # the targets again, to the workers left: the scheduler may count the broadcast copy as
+        # lost with the worker ("computation on lost data"), cancelling the new start
+        self.y_remote = self.client.scatter(np.asarray(self.y), broadcast=True, hash=False,
+                                            workers=left)
         self._launch(left)
 
     def __call__(self, t: int):
