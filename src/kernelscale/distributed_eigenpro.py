@@ -31,11 +31,7 @@ same W. Traffic per step and worker: D C words out and back. Kernel EigenPro
 from __future__ import annotations
 
 import uuid
-import warnings
 
-import numpy as np
-
-from .distributed_dsg import _stop
 from .distributed_rff import SpreadRFF, _start
 
 
@@ -70,29 +66,8 @@ class SpreadEigenProRF(SpreadRFF):
             for w, addr in enumerate(workers)]
         self._collect(futures)
 
-    def _recover(self, lost: list[str], redo_forward: bool) -> None:
-        """The workers hold no weights: start again on the workers left (the call is retried
-        with the same weights; only the split of each batch changes)."""
-        left = [w for w in self.workers if w not in lost]
-        self.lost += lost
-        if not left:
-            raise RuntimeError(f"EigenPro-RF lost every dask worker ({', '.join(self.lost)}); "
-                               "run the fit again")
-        warnings.warn(f"EigenPro-RF lost dask worker {', '.join(lost)} at iteration "
-                      f"{self.solver.t}; continuing on {len(left)} worker(s)",
-                      RuntimeWarning, stacklevel=2)
-        old = self.key
-        try:  # the old fit's workers on the machines left (best effort)
-            self.client.gather([self.client.submit(_stop, old, workers=[a],
-                                                   allow_other_workers=False, pure=False)
-                                for a in left])
-        except Exception:  # noqa: BLE001 - nothing to close is fine
-            pass
-        # the targets again, to the workers left: the scheduler may count the broadcast copy as
-        # lost with the worker ("computation on lost data"), cancelling the new start
-        self.y_remote = self.client.scatter(np.asarray(self.y), broadcast=True, hash=False,
-                                            workers=left)
-        self._launch(left)
+    def _method_name(self) -> str:
+        return "EigenPro-RF"
 
 
 __all__ = ["Residual", "SpreadEigenProRF"]

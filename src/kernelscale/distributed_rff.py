@@ -148,15 +148,20 @@ class SpreadRFF(SpreadDSG):
             for w, addr in enumerate(workers)]
         self._collect(futures)
 
+    def _method_name(self) -> str:
+        """The method as the lost-worker messages name it."""
+        return f"RFF-{self.solver.solver.upper()}"
+
     def _recover(self, lost: list[str], redo_forward: bool) -> None:
         """The workers hold no weights: start again on the workers left (the call is retried
         with the same weights; only the split of each batch changes)."""
         left = [w for w in self.workers if w not in lost]
         self.lost += lost
+        name = self._method_name()
         if not left:
-            raise RuntimeError(f"RFF-{self.solver.solver.upper()} lost every dask worker "
-                               f"({', '.join(self.lost)}); run the fit again")
-        warnings.warn(f"RFF-{self.solver.solver.upper()} lost dask worker {', '.join(lost)} at "
+            raise RuntimeError(f"{name} lost every dask worker ({', '.join(self.lost)}); "
+                               "run the fit again")
+        warnings.warn(f"{name} lost dask worker {', '.join(lost)} at "
                       f"iteration {self.solver.t}; continuing on {len(left)} worker(s)",
                       RuntimeWarning, stacklevel=2)
         old = self.key
