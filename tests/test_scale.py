@@ -77,9 +77,10 @@ def test_budget_picks_the_window_and_leaves_in_memory_data_alone(tmp_path):
     Z = _zarr(tmp_path, X, 500)
     params = dict(n_iter=10, batch_size=100, block_size=32, bandwidth=2.0, random_state=0)
     f64 = {"dtype": "float64"}  # the byte counts below are float64's (DSG's "auto" is float32)
-    # DSG's step: batch rows, new block's features + gradient product, a capped group of blocks
+    # DSG's step: batch rows, new block's features + gradient product, a capped group of blocks,
+    # and f of every training row kept between visits (one output, its visit and fingerprint)
     group = GROUP_BYTES // (100 * 32 * 8) * (100 * 32 * 8)
-    work = 100 * (5 + 2 * 32) * 8 + group
+    work = 100 * (5 + 2 * 32) * 8 + group + 3000 * (8 + 8)
     budget = (2 * 650 * (5 * 8 + 5 + 8) + work + 2 * 500 * 5 * 8) / MB
     assert window_rows_for(Z, budget, 100, 32, np.float64, work) == 600  # whole batches
     by_budget = DSGRegressor(engine={"memory_budget": budget, **f64}, **params).fit(Z, y)

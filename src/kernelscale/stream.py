@@ -390,7 +390,7 @@ class BatchStream:
                     check_finite_rows(yw[o : o + size], int(lo), "y")
         perm = block_generator(self.seed, epoch * self.n_windows + w, _ROW_ORDER_STREAM).permutation(
             int(starts[-1]))
-        return Xw, yw, perm
+        return Xw, yw, perm, runs
 
     def _free_slot(self, busy) -> int:
         """A buffer slot not holding any of the windows in ``busy``."""
@@ -430,12 +430,14 @@ class BatchStream:
             self._slot_of[key] = slot
             self._pending = {key: self._pool.submit(self._load, *key, slot)}
 
-    def batch(self, t: int):
-        """(X_batch on xp in dtype, y_batch as numpy or None) for step t."""
+    def batch(self, t: int, with_ids: bool = False):
+        """(X_batch on xp in dtype, y_batch as numpy or None) for step t; with ``with_ids``
+        also the rows' storage indices (int64, numpy), which name a row across epochs and
+        warm-started segments (``solvers.row_cache``)."""
         epoch, w, j = self._locate(t)
         if self._first_epoch is None:
             self._first_epoch = epoch
-        Xw, yw, perm = self._window(epoch, w)
+        Xw, yw, perm, runs = self._window(epoch, w)
         self._prefetch(epoch, w)
         rows = perm[j * self.batch_size : (j + 1) * self.batch_size]
         if self.xp is np or type(Xw).__module__.split(".")[0] == "cupy":
@@ -447,7 +449,12 @@ class BatchStream:
         if yw is not None:
             yb = yw[rows] if isinstance(yw, np.ndarray) else yw[self.xp.asarray(rows)]
             yb = yb.get() if type(yb).__module__.split(".")[0] == "cupy" else np.asarray(yb)
-        return Xb, yb
+        if not with_ids:
+            return Xb, yb
+        # window position -> storage row: the window is its runs laid end to end
+        starts = np.concatenate([[0], np.cumsum(runs[:, 1] - runs[:, 0])])
+        run = np.searchsorted(starts, rows, side="right") - 1
+        return Xb, yb, runs[run, 0] + (rows - starts[run])
 
     def close(self):
         """Stop the prefetch thread without waiting; pending window loads are cancelled."""

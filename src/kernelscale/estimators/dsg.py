@@ -17,7 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..backend import namespace, predict_device, resolve_device
-from ..budget import budget_window
+from ..budget import MB, budget_window
 from ..distributed import current_client
 from ..distributed_dsg import SpreadDSG
 from ..kernels import FourierBlocks
@@ -26,6 +26,7 @@ from ..preconditioners import subsample_indices
 from ..rng import seed_from
 from ..solvers._common import Progress
 from ..solvers.dsg import DSGConfig, DSGModel, DSGSolver, group_bytes
+from ..solvers.row_cache import RowCache
 from ..stream import BatchStream, is_in_memory, predict_rows, take_rows
 from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
 from ._base import doc_indent as _indent
@@ -40,6 +41,9 @@ EIGENPRO_SUBSAMPLE = 2000
 # random features) dominates, e.g. scikit-learn's regression check at B = 32: R^2 -0.59 after
 # 100 iterations against 0.80 plain, and 0.82 against 0.63 at B = 128
 EIGENPRO_MIN_BATCH = 128
+# on-disk data under a memory budget keeps the per-row f cache only when it takes at most this
+# share of the budget: the rest is the windows' (a smaller window decodes each chunk more often)
+ROW_CACHE_BUDGET_SHARE = 0.25
 
 
 # "auto" sizes and iterations (``auto_block_size``, ``auto_batch_size``, ``auto_iterations``)
@@ -353,8 +357,8 @@ class _DSGBase(KernelscaleEstimator):
         self.window_rows_ = stream.window_rows  # rows read per window (budget's choice)
 
         def batches(t):
-            Xb, yb = stream.batch(t)
-            return Xb, encode(yb, xp)
+            Xb, yb, ids = stream.batch(t, with_ids=True)
+            return Xb, encode(yb, xp), ids
 
         spread = None
         progress = Progress(self.variant.upper(), n_iter, getattr(self, "verbose", 0))
@@ -368,6 +372,11 @@ class _DSGBase(KernelscaleEstimator):
                     dict(batch_size=self._batch(), seed=stream_seed,
                          dtype=self.model_.blocks.dtype, window_rows=window_rows),
                     self.solver_, stream=stream)
+                self.solver_.row_cache = None
+            elif self._keeps_rows(X):  # f of the training rows kept between visits
+                self.solver_.attach_rows(int(X.shape[0]), int(X.shape[1]))
+            else:
+                self.solver_.row_cache = None
             if self.solver_.config.precondition == "eigenpro":
                 n = int(X.shape[0])
                 idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed_)
@@ -389,6 +398,23 @@ class _DSGBase(KernelscaleEstimator):
         self.n_iter_ = self.solver_.t
         self.n_blocks_ = self.model_.n_blocks
 
+    def _row_cache_bytes(self, X) -> int:
+        return RowCache.nbytes(int(X.shape[0]), self.model_.n_outputs,
+                               self.model_.blocks.dtype.itemsize)
+
+    def _keeps_rows(self, X) -> bool:
+        """Whether the fit keeps f of every training row between visits (``solvers.row_cache``):
+        always for in-memory X, and for on-disk X when the cache takes at most
+        ROW_CACHE_BUDGET_SHARE of ``engine={"memory_budget": ...}``; else each step evaluates
+        its batch over all blocks (the same model up to rounding, at a cost that grows with the
+        step count)."""
+        if not self.solver_.use_row_cache:
+            return False
+        budget = self.engine_.memory_budget
+        if budget is None or is_in_memory(X):
+            return True
+        return self._row_cache_bytes(X) <= ROW_CACHE_BUDGET_SHARE * budget * MB
+
     def _work_bytes(self, X) -> int:
         """A step's working set (for the memory budget): the batch rows, one group of blocks'
         features for f(batch) (``solvers.dsg.group_bytes``) and the new block's features with
@@ -398,6 +424,8 @@ class _DSGBase(KernelscaleEstimator):
         item = blocks.dtype.itemsize
         group = blocks.group_size(B, group_bytes(blocks.xp)) * B * blocks.F * item
         work = B * (int(X.shape[1]) + 2 * blocks.F) * item + group
+        if self._keeps_rows(X):
+            work += self._row_cache_bytes(X)
         if self.solver_.config.precondition == "eigenpro":
             # the subsample rows and their block features; covariance and eigenvectors (float64)
             M, F = min(int(X.shape[0]), EIGENPRO_SUBSAMPLE), blocks.F

@@ -66,6 +66,7 @@ GROUP_BYTES = 2 * 2**20
 # On a GPU every group costs a few kernel launches of host time whatever its size, and 2 MB groups
 # left the device idle most of the time (benchmarks/gpu.py's dsg-profile section): 64 MB there.
 GPU_GROUP_BYTES = 64 * 2**20
+SCALE_FLOOR = 1e-100  # the lazy shrink factor is folded into the coefficients below this
 
 
 def group_bytes(xp) -> int:
@@ -206,18 +207,23 @@ class DSGModel:
         self.n_blocks += 1
         return self.n_blocks - 1
 
-    def shrink(self, factor: float) -> None:
-        """alpha_j <- factor * alpha_j for all j, in O(1) (renormalised when the scale underflows)."""
+    def shrink(self, factor: float) -> float:
+        """alpha_j <- factor * alpha_j for all j, in O(1) (renormalised when the scale underflows).
+        Returns the factor the stored coefficients were multiplied by (1 unless renormalised)."""
         self.scale *= factor
-        if self.scale < 1e-100:
-            self.coef[: self.n_blocks] *= self.scale
-            self.beta[: self.n_blocks] *= self.scale
+        if self.scale < SCALE_FLOOR:
+            renorm = self.scale
+            self.coef[: self.n_blocks] *= renorm
+            self.beta[: self.n_blocks] *= renorm
             self.scale = 1.0
+            return renorm
+        return 1.0
 
-    def decision(self, X, row_budget_bytes: int | None = None):
+    def decision(self, X, row_budget_bytes: int | None = None, coefficient_units: bool = False):
         """f(X) = sum_j phi_j(X) alpha_j (Alg. 2), blocks stacked into products of
         ``row_budget_bytes`` feature matrices (whole blocks; at least one; default
-        ``group_bytes``)."""
+        ``group_bytes``). ``coefficient_units``: f / (scale sqrt(2 / F)), the stored
+        coefficients' units (``row_cache``)."""
         xp = self.xp
         if row_budget_bytes is None:
             row_budget_bytes = group_bytes(xp)
@@ -231,7 +237,8 @@ class DSGModel:
             hi = min(m, lo + g)
             Z = self.blocks.features(X, lo, hi, scaled=False)  # sqrt(2/F) applied below
             out += Z @ self.coef[lo:hi].reshape((hi - lo) * F, self.n_outputs)
-        out *= self.scale * self.blocks.scale
+        if not coefficient_units:
+            out *= self.scale * self.blocks.scale
         return out
 
 
@@ -244,6 +251,10 @@ class DSGSolver:
     zero_avg = None
     horizon = 0
     newton_ridge = None
+    row_cache = None
+    # f of the training rows kept between visits (``row_cache``); benchmarks switch it off to
+    # measure what it saves
+    use_row_cache = True
 
     def __init__(self, model: DSGModel, kernel: Kernel, loss: Loss, config: DSGConfig, seed: int):
         self.model = model
@@ -259,6 +270,29 @@ class DSGSolver:
         self.horizon = 0  # iterations of the first run (the noise cap's sum for open schedules)
         self.obj_avg = None  # exponential average of the batch objective (divergence watch)
         self.zero_avg = None  # the same average at f = 0
+        self.row_cache = None  # per-row f between visits (``attach_rows``)
+
+    def __getstate__(self):
+        # a model file keeps no per-row data: a fit resumed from it evaluates each row afresh on
+        # its first visit (the same f up to rounding)
+        state = self.__dict__.copy()
+        state["row_cache"] = None
+        return state
+
+    def attach_rows(self, n_rows: int, n_features: int) -> None:
+        """Keep f of the n_rows training rows between visits (``row_cache.RowCache``); a cache
+        of other sizes or another device is replaced."""
+        from .row_cache import RowCache
+
+        model = self.model
+        if not self.use_row_cache:
+            self.row_cache = None
+            return
+        cache = self.row_cache
+        if cache is None or not cache.fits(n_rows, model.n_outputs, n_features, model.xp,
+                                           model.blocks.dtype):
+            self.row_cache = RowCache(n_rows, model.n_outputs, n_features, model.xp,
+                                      model.blocks.dtype, self.seed)
 
     def _eigenpro(self, k: int, batch: int):
         """EigenPro preconditioner P_k of block k (paper 004, Algorithm EigenPro, on the block's
@@ -412,9 +446,10 @@ class DSGSolver:
         err = Zs @ Zs.T - self.kernel(Xs)
         return float(err.var(axis=1).mean())
 
-    def step(self, X, Y) -> dict:
-        """One iteration on batch (X, Y) (device arrays); returns the iteration's record."""
-        return self.step_rows(LocalRows(self, X, Y))
+    def step(self, X, Y, ids=None) -> dict:
+        """One iteration on batch (X, Y) (device arrays; ``ids``: the rows' storage indices,
+        for the row cache); returns the iteration's record."""
+        return self.step_rows(LocalRows(self, X, Y, ids))
 
     def step_rows(self, rows: LocalRows) -> dict:
         """One iteration whose row work (f on the batch, the loss derivative, the block's
@@ -444,7 +479,9 @@ class DSGSolver:
         new = k is None
         if new:
             k = model.new_block()
-        model.shrink(1.0 - step * cfg.reg)
+        renorm = model.shrink(1.0 - step * cfg.reg)
+        if renorm != 1.0 and self.row_cache is not None:
+            self.row_cache.rescale(renorm)
         want_cov = bool(cfg.precondition) and cfg.precondition != "eigenpro"
         grad, cov = rows.block_products(k, want_cov)
         grad /= B
@@ -458,7 +495,10 @@ class DSGSolver:
             ridge = max(cfg.reg + RIDGE_FACTOR * float(xp.trace(cov)) / B, self.newton_ridge)
             cov[xp.diag_indices_from(cov)] += ridge
             grad = xp.linalg.solve(cov, grad)
-        model.coef[k] -= (step / model.scale) * grad
+        delta = (-step / model.scale) * grad
+        model.coef[k] += delta
+        if self.row_cache is not None:
+            self.row_cache.record(k, delta)
         model.beta[k] -= (step / model.scale) * g_bar
         if new and cfg.variant == "cdsg":
             model.sigma2[k] = rows.block_variance(k)
@@ -530,8 +570,8 @@ class LocalRows:
     a batch, with the in-process arithmetic (``kernelscale.distributed_dsg.SpreadRows`` does the
     same over dask workers and adds their partial sums in worker order)."""
 
-    def __init__(self, solver: DSGSolver, X, Y):
-        self.solver, self.X, self.Y = solver, X, Y
+    def __init__(self, solver: DSGSolver, X, Y, ids=None):
+        self.solver, self.X, self.Y, self.ids = solver, X, Y, ids
         self.n_rows = int(X.shape[0])
         self.u = self.g = self.Z = None
 
@@ -542,8 +582,13 @@ class LocalRows:
     def forward(self) -> tuple[float, float, np.ndarray, float]:
         """u = f(X_b) (Alg. 2) and g = loss'(u, y); returns the batch objective, the objective
         at f = 0, mean(g) (host, float64) and max |g|."""
-        loss = self.solver.loss
-        u = self.u = self.solver.model.decision(self.X)
+        loss, model, cache = self.solver.loss, self.solver.model, self.solver.row_cache
+        if cache is not None and self.ids is not None:
+            u = cache.values(model, self.X, self.ids)
+            u *= model.scale * model.blocks.scale
+        else:
+            u = model.decision(self.X)
+        self.u = u
         g = self.g = loss.deriv(u, self.Y)
         obj = float(loss.value(u, self.Y).mean())
         zero = float(loss.value(self.solver.model.xp.zeros_like(u), self.Y).mean())
