@@ -41,6 +41,15 @@ def write_zarr(params: dict, n: int, path: Path):
     return root["X"], root["y"]
 
 
+def _write(out: Path, rows: list[dict]) -> None:
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(out)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
@@ -66,6 +75,8 @@ def main(argv=None) -> int:
 
     threadpool_limits(1)
     rows = []
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     for n in args.n:
         params = bayes_params(n + N_TEST, n_features=D, noise=0.3)
         bayes, _ = bayes_error(params)
@@ -96,12 +107,7 @@ def main(argv=None) -> int:
                     row["segment"] = row.pop("epoch")
                     rows.append(row)
                     print(row, flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+                    _write(out, rows)  # each segment as it ends: a long run keeps what it did
     print(f"wrote {out} ({os.uname().nodename})")
     return 0
 

@@ -60,10 +60,16 @@ def _call(key: str, method: str, *args):
     return getattr(_WORKERS[key], method)(*args)
 
 
-def _stop(key: str) -> None:
+def _stop(key: str, update=None) -> None:
     worker = _WORKERS.pop(key, None)
     if worker is not None:
+        worker.park(update)
         worker.close()
+
+
+# (replica model, row cache) of the last fit that ended in this worker process: a warm-started
+# fit of the same model takes the cache back (one entry: a fit of another model replaces it)
+_PARKED: dict[str, tuple] = {}
 
 
 def _fingerprint(X) -> bytes:
@@ -95,7 +101,8 @@ class RowWorker:
     the model."""
 
     def __init__(self, X, y, encode, stream_kw: dict, model, loss, kernel, variant: str,
-                 share: tuple[int, int], probe: bytes):
+                 share: tuple[int, int], probe: bytes, keep_rows: bool = False):
+        from .solvers.row_cache import RowCache
         from .stream import BatchStream
 
         # a worker without the client's file system fails here, in one line, not mid-step
@@ -114,6 +121,23 @@ class RowWorker:
         self.variant = variant
         self.w, self.W = share
         self.X = self.Y = self.g = self.Z = None
+        # f of the rows this worker has served, kept between their visits (solvers.row_cache):
+        # indexed by storage row, so a share that changes after a lost worker still finds them
+        self.cache = None
+        if keep_rows:
+            self.cache = _parked_cache(model, X)
+            if self.cache is None:
+                self.cache = RowCache(int(X.shape[0]), model.n_outputs, int(X.shape[1]), np,
+                                      model.blocks.dtype, model.blocks.seed)
+
+    def park(self, update) -> None:
+        """At the end of a fit: apply the client's last update and keep (model, cache) for a
+        warm-started fit of the same model (``_parked_cache``)."""
+        if self.cache is None:
+            return
+        self._apply(update)
+        _PARKED.clear()
+        _PARKED["last"] = (self.model, self.cache)
 
     def _apply(self, update) -> None:
         if update is None:
@@ -121,21 +145,29 @@ class RowWorker:
         k, new, factor, coef = update
         if new:
             self.model.new_block()
-        self.model.shrink(factor)
+        renorm = self.model.shrink(factor)
+        if self.cache is not None:
+            if renorm != 1.0:
+                self.cache.rescale(renorm)
+            self.cache.record(k, coef - self.model.coef[k])
         self.model.coef[k] = coef
 
     def forward(self, t: int, update):
         """Apply the client's last update, then f and loss' on this worker's rows of batch t:
         (loss sum, loss-at-zero sum, g summed over rows (float64), max |g|, rows)."""
         self._apply(update)
-        Xb, yb = self.stream.batch(t)
+        Xb, yb, ids = self.stream.batch(t, with_ids=True)
         B = Xb.shape[0]
         lo, hi = self.w * B // self.W, (self.w + 1) * B // self.W
         self.X = Xb[lo:hi]
         self.Y = self.encode(None if yb is None else yb[lo:hi], np)
         if hi == lo:
             return 0.0, 0.0, None, 0.0, 0
-        u = self.model.decision(self.X)
+        if self.cache is not None:
+            u = self.cache.values(self.model, self.X, ids[lo:hi])
+            u *= self.model.scale * self.model.blocks.scale
+        else:
+            u = self.model.decision(self.X)
         g = self.g = self.loss.deriv(u, self.Y)
         obj = float(self.loss.value(u, self.Y).sum(dtype=np.float64))
         zero = float(self.loss.value(np.zeros_like(u), self.Y).sum(dtype=np.float64))
@@ -158,6 +190,22 @@ class RowWorker:
 
     def close(self) -> None:
         self.stream.close()
+
+
+def _parked_cache(model, X):
+    """The row cache parked by the last fit in this process when it belongs to exactly this
+    model (blocks, scale and coefficients bit for bit) and data size; else None."""
+    parked = _PARKED.pop("last", None)
+    if parked is None:
+        return None
+    old, cache = parked
+    m = model.n_blocks
+    same = (old.n_blocks == m and old.scale == model.scale and old.blocks.F == model.blocks.F
+            and old.blocks.seed == model.blocks.seed
+            and np.array_equal(old.coef[:m], model.coef[:m])
+            and cache.fits(int(X.shape[0]), model.n_outputs, int(X.shape[1]), np,
+                           model.blocks.dtype))
+    return cache if same else None
 
 
 class _WorkerLost(Exception):
@@ -236,13 +284,15 @@ class SpreadDSG:
     """The client's side: starts one ``RowWorker`` per dask worker and hands the solver a
     ``SpreadRows`` per step (``batches(t)`` of ``DSGSolver.run``)."""
 
-    def __init__(self, client, X, y, encode, stream_kw: dict, solver, stream=None):
+    def __init__(self, client, X, y, encode, stream_kw: dict, solver, stream=None,
+                 keep_rows: bool = False):
         if hasattr(solver.loss, "update_offset"):
             raise ValueError("DSG with the one-class loss cannot spread its batches over dask "
                              "workers (its offset needs the whole batch's f values); fit it "
                              "without a dask client")
         self.client, self.solver = client, solver
         self.X, self.y, self.encode, self.stream_kw = X, y, encode, stream_kw
+        self.keep_rows = bool(keep_rows)  # each worker keeps f of its rows (solvers.row_cache)
         self._probe = _fingerprint(X)
         # hash=False: a key of this fit's own (equal labels of an earlier fit would share its
         # key, and that fit's release could drop them under this one)
@@ -271,7 +321,7 @@ class SpreadDSG:
         futures = [self.client.submit(
             _start, self.key, self.X, self.y_remote, self.encode, self.stream_kw, replica,
             self.solver.loss, self.solver.kernel, self.solver.config.variant, (w, self.W),
-            self._probe, workers=[addr], allow_other_workers=False, pure=False)
+            self._probe, self.keep_rows, workers=[addr], allow_other_workers=False, pure=False)
             for w, addr in enumerate(workers)]
         self._collect(futures)
 
@@ -383,7 +433,8 @@ class SpreadDSG:
         return SpreadRows(self, t)
 
     def close(self) -> None:
-        futures = [self.client.submit(_stop, self.key, workers=[a], allow_other_workers=False,
+        futures = [self.client.submit(_stop, self.key, self.pending, workers=[a],
+                                      allow_other_workers=False,
                                       pure=False) for a in self.workers]
         try:
             self.client.gather(futures)

@@ -371,8 +371,8 @@ class _DSGBase(KernelscaleEstimator):
                     client, X, y_stream, encode,
                     dict(batch_size=self._batch(), seed=stream_seed,
                          dtype=self.model_.blocks.dtype, window_rows=window_rows),
-                    self.solver_, stream=stream)
-                self.solver_.row_cache = None
+                    self.solver_, stream=stream, keep_rows=self._keeps_rows(X))
+                self.solver_.row_cache = None  # the workers keep their rows' f
             elif self._keeps_rows(X):  # f of the training rows kept between visits
                 self.solver_.attach_rows(int(X.shape[0]), int(X.shape[1]))
             else:
