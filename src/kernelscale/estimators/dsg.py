@@ -101,14 +101,22 @@ def auto_iterations(n: int, batch_size: int, new_share: float = 1.0) -> int:
     and at least ``MIN_AUTO_ITERATIONS``, divided by sqrt(``new_share``); never capped above,
     so a fit sees every row at least four times for any n.
 
-    Cost with the "auto" sizes: T = 4 n / B iterations, DSG evaluates f over t blocks at step
-    t, so a fit costs sum_t t B F d = 8 n^2 F d / B: 2 n^2 d while B = 4 F (n up to ~10^6,
-    F = 4,096), 2048 n^1.5 d beyond (B = 16 sqrt(n)). A variant that draws a new block in a
-    share s of its steps (UDSG: s = G / (G + U)) has s t blocks at step t, so T steps cost
-    s T^2 B F d / 2: T / sqrt(s) steps cost what DSG's T do. That is paper 000's comparison,
-    reuse against new features at equal time (UDSG: sqrt(2) x four epochs at G = U = 1).
-    CDSG's share is decided by its check as it runs; it takes DSG's count. Prediction costs
-    n_test m F d for m blocks, n_test / (2 n) of DSG's fit (1/20 for a test set a tenth of n)."""
+    Cost with the "auto" sizes: T = E n / B iterations (E = 4 epochs). Step t needs f on its
+    batch; the first epoch evaluates it over all t blocks so far (sum_t t B F d), later epochs
+    add to each row's cached f the changes since its last visit, about n / B blocks
+    (``solvers.row_cache``), so every later step costs about n F d. A fit costs
+    (E - 1/2) n^2 F d / B: 7/8 n^2 d while B = 4 F (n up to ~10^6, F = 4,096), 896 n^1.5 d
+    beyond (B = 16 sqrt(n)). Without the cache (on-disk data whose cache does not fit the
+    memory budget) every step evaluates all blocks: E^2 n^2 F d / (2 B), 2.3 times as much at
+    E = 4. A variant that draws a new block in a share s of its steps (UDSG: s = G / (G + U))
+    has s t blocks at step t; T / sqrt(s) of its steps cost what DSG's T do when every step
+    evaluates all blocks (paper 000's comparison, reuse against new features at equal time;
+    UDSG: sqrt(2) x four epochs at G = U = 1). With the row cache its steps after the first
+    epoch cost about what DSG's do, since a reused block is caught up on like a new one, so
+    its fit costs more than DSG's and predicts with fewer blocks. CDSG's share is decided by
+    its check as it runs; it takes DSG's count. Prediction costs n_test m F d for m blocks:
+    about (E / (E - 1/2)) n_test / n of DSG's fit, since a test row needs every block once and a
+    training row is caught up on each block about once per pass."""
     base = max(MIN_AUTO_ITERATIONS, -(-AUTO_EPOCHS * int(n) // max(1, int(batch_size))))
     if not 0.0 < new_share <= 1.0:
         raise ValueError(f"new_share={new_share!r} must be in (0, 1]")

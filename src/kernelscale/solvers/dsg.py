@@ -4,7 +4,8 @@ old random features, UDSG (paper 000, Alg. 3) and CDSG (paper 000, Alg. 4, eqs. 
 The model is f(x) = sum_j phi_j(x) alpha_j, phi_j the j-th seeded block of F random Fourier features
 (``kernels.FourierBlocks``) and alpha_j an F x C coefficient block. Iteration t (1-based), batch of B:
 
-1. u = f(X_b) with all current blocks (Alg. 2);
+1. u = f(X_b) with all current blocks (Alg. 2); a row seen before adds the changes since its
+   last visit to its f then (``row_cache``) instead of evaluating every block again;
 2. g = loss'(u, Y_b)  (B x C);
 3. choose the block k to update and its step s (DSG: a new block, s = gamma_t; UDSG: a new block in
    G of every G+U iterations, else a uniformly chosen old one; CDSG: the checking rule below);

@@ -16,7 +16,7 @@ same as the last). Memory: n (C + 2) numbers for n rows and C outputs, and the l
 F C numbers each (at most the model's size).
 
 A cached value is used only for the same row: the row's fingerprint x . w (w a fixed seeded
-Gaussian vector, float64) must equal the one stored at the visit, so a warm-started fit on other
+Gaussian vector) must equal the one stored at the visit, so a warm-started fit on other
 data (same row count) evaluates its rows afresh instead of trusting another set's f. The sum is
 the same f in exact arithmetic; in floating point it differs from ``DSGModel.decision``'s
 grouping by rounding (relative 1e-15 in float64, 1e-6 in float32).
@@ -44,7 +44,7 @@ class RowCache:
         # the row's fingerprint at its visit (float32: it only tells a changed row, 4 bytes a row)
         self.check = np.zeros(self.n_rows, dtype=np.float32)
         w = block_generator(int(seed), 0, CHECK_STREAM).standard_normal(int(n_features))
-        self.w = xp.asarray(w)
+        self.w = xp.asarray(w, dtype=dtype)  # in X's dtype: no float64 copy of the batch
         self.log: list[tuple[int, object]] = []  # changes log_start, log_start + 1, ...
         self.log_start = 0
 
@@ -69,7 +69,7 @@ class RowCache:
         rows' new visit."""
         xp = self.xp
         ids = np.asarray(ids, dtype=np.int64)
-        fingerprint = np.asarray(to_numpy(X.astype(self.w.dtype) @ self.w), dtype=np.float32)
+        fingerprint = np.asarray(to_numpy(X @ self.w), dtype=np.float32)
         seen = self.seen[ids]
         known = (seen >= 0) & (self.check[ids] == fingerprint)
         out = xp.empty((X.shape[0], self.value.shape[1]), dtype=self.value.dtype)
