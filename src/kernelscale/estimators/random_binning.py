@@ -33,6 +33,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine as _engine
 from ..backend import DeviceError, resolve_device
+from ..distributed import current_client
+from ..distributed_rb import SpreadRB
 from ..kernels.random_binning import DEFAULT_CHUNK_ROWS, RB_KERNELS, RandomBinning, check_rb_kernel
 from ..losses import sigmoid
 from ..rng import seed_from
@@ -219,14 +221,26 @@ class _RBBase(KernelscaleEstimator):
         self.seed_ = seed
         self.bandwidth_ = sigma
         self.features_ = RandomBinning(self.kernel, sigma, self.n_components, seed)
-        Z = self.features_.fit_transform(X, chunk_rows=self._chunk_rows())
+        client = current_client()
+        if client is not None and self.solver == "cg" and self.device_ == "cpu":
+            # Z stays on the workers in row blocks (distributed_rb): X never reaches the client
+            Z = SpreadRB(client, self.features_, X, self._chunk_rows())
+        else:
+            Z = self.features_.fit_transform(X, chunk_rows=self._chunk_rows())
         self.n_features_out_ = self.features_.n_features_out_
         self.kappa_ = self.features_.kappa_
         return Z
 
     def _solve(self, Z, Y, device):
         """Coefficients (D, C) on the host for targets Y (n, C)."""
-        if self.solver == "cg":
+        if isinstance(Z, SpreadRB):
+            try:
+                W, hist, ok = ridge_cg(None, Z.zty(Y), self.ridge_, tol=float(self.tol),
+                                       max_iter=int(self.n_iter), jacobi=bool(self.precondition),
+                                       spread=Z)
+            finally:
+                Z.close()
+        elif self.solver == "cg":
             if device == "gpu":
                 import cupy
                 import cupyx.scipy.sparse as cusp

@@ -213,20 +213,25 @@ class RandomBinning:
         return sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
 
     def _csr(self, cols: np.ndarray) -> sp.csr_matrix:
-        """CSR from (n, R) columns (-1 = unseen bin); columns ascend within a row by construction."""
-        n, R = cols.shape
-        scale = 1.0 / math.sqrt(self.n_grids)
-        idx_dtype = np.int32 if self.n_features_out_ < 2**31 and n * R < 2**31 else np.int64
-        seen = cols >= 0
-        if seen.all():
-            indptr = np.arange(0, n * R + 1, R, dtype=idx_dtype)
-            indices = cols.ravel().astype(idx_dtype)
-        else:
-            indptr = np.zeros(n + 1, dtype=idx_dtype)
-            np.cumsum(seen.sum(axis=1), out=indptr[1:])
-            indices = cols[seen].astype(idx_dtype)
-        data = np.full(indices.shape[0], scale)
-        return sp.csr_matrix((data, indices, indptr), shape=(n, self.n_features_out_))
+        return columns_csr(cols, self.n_grids, self.n_features_out_)
+
+
+def columns_csr(cols: np.ndarray, n_grids: int, n_features_out: int) -> sp.csr_matrix:
+    """CSR features from (n, R) columns (-1 = unseen bin); columns ascend within a row by
+    construction. Each non-zero is 1 / sqrt(R)."""
+    n, R = cols.shape
+    scale = 1.0 / math.sqrt(n_grids)
+    idx_dtype = np.int32 if n_features_out < 2**31 and n * R < 2**31 else np.int64
+    seen = cols >= 0
+    if seen.all():
+        indptr = np.arange(0, n * R + 1, R, dtype=idx_dtype)
+        indices = cols.ravel().astype(idx_dtype)
+    else:
+        indptr = np.zeros(n + 1, dtype=idx_dtype)
+        np.cumsum(seen.sum(axis=1), out=indptr[1:])
+        indices = cols[seen].astype(idx_dtype)
+    data = np.full(indices.shape[0], scale)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n_features_out))
 
 
 def _block_hashes(block, lo, delta, u, hseed, check_finite):

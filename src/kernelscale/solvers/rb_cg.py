@@ -34,7 +34,7 @@ from ..distributed import current_client, n_threads
 
 
 def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=None, xp=np,
-             jacobi: bool = False, ZT=None):
+             jacobi: bool = False, ZT=None, spread=None):
     """Solve (Z^T Z + reg I) W = B column by column with CG.
 
     Parameters
@@ -46,6 +46,8 @@ def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=No
     max_iter : CG iterations at most.
     W0 : optional (D, C) starting point.
     jacobi : precondition with (diag(Z^T Z) + reg)^-1.
+    spread : a ``distributed_rb.SpreadRB`` holding Z's row blocks on dask workers (Z is then
+        None): the products and Jacobi's diagonal are sums over its blocks.
 
     Returns
     -------
@@ -55,8 +57,10 @@ def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=No
     if reg <= 0:
         raise ValueError(f"reg={reg!r} must be > 0 for the ridge CG solver")
     # default: a CSC view of Z's arrays, no copy (the GPU path passes its own, see _rowwise_csr)
-    ZT = Z.T if ZT is None else ZT
-    if jacobi:
+    ZT = Z.T if ZT is None and Z is not None else ZT
+    if jacobi and spread is not None:
+        Minv = (1.0 / (spread.diag() + reg))[:, None]
+    elif jacobi:
         Z2 = ZT.copy()  # squared entries via .data: works for scipy and cupyx matrices alike
         Z2.data **= 2
         diag = xp.asarray(Z2.sum(axis=1)).ravel()
@@ -65,8 +69,10 @@ def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=No
     else:
         Minv = 1.0
 
-    client = current_client() if xp is np else None
-    if client is not None:
+    client = current_client() if xp is np and spread is None else None
+    if spread is not None:
+        normal = spread.normal
+    elif client is not None:
         normal = _ClusterNormal(client, Z)
     else:
 
