@@ -56,6 +56,10 @@ def test_features_stay_on_the_workers_and_give_the_local_model(client, data, mon
         remote = RBRegressor(**KW).fit(Xz, y)
     assert np.array_equal(local.features_.keys_, remote.features_.keys_)
     assert remote.kappa_ == local.kappa_ and remote.n_features_out_ == local.n_features_out_
+    # per CG product: P (D x 1 float64) out to each of the 2 workers, as much back
+    s, D = remote.spread_, remote.n_features_out_
+    assert s["workers"] == 2 and s["round_trips"] >= remote.n_iter_
+    assert s["bytes_sent"] == s["bytes_received"] == s["round_trips"] * 2 * D * 8
     np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=1e-10, atol=1e-10)
     with use_client(client):
         remote_c = RBClassifier(**jacobi).fit(Xz, labels)

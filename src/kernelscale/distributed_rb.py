@@ -6,11 +6,15 @@ Under ``distributed.use_client`` an RB-CG fit never holds X or its features Z on
    ._block_hashes``; on-disk X is read there, from the workers' file system), and stays there;
 2. the client gathers only each block's per-grid unique bins and merges them into the sorted
    vocabulary (the same as the in-process ``fit_transform``'s: sorted unique bins per grid);
-3. each block's CSR rows Z_b are built on its worker from its hashes and the vocabulary;
-4. CG's products Z^T (Z P) are sums of the blocks' Z_b^T (Z_b P) (``solvers.rb_cg
-   ._normal_block``), added on the client in row-block order, as are Z^T Y and Jacobi's diagonal.
+3. each block's CSR rows Z_b are built from its hashes and the vocabulary, and stacked into
+   one row block per worker (consecutive row blocks, placed on that worker while it lives);
+4. CG's products Z^T (Z P) are sums of the workers' Z_w^T (Z_w P) (``solvers.rb_cg
+   ._normal_block``), added on the client in row order, as are Z^T Y and Jacobi's diagonal.
 
-Per CG iteration the client sends P (D x C) to every block and gets D x C back from each.
+Per CG iteration the client sends P (D x C float64) to each of the W workers and gets D x C
+back from each: 16 W D C bytes, the same as the one-machine ``_ClusterNormal`` with its
+client-built Z; the set-up sends each worker its part of the vocabulary's bins (one pass) and
+gets back each block's unique bins.
 
 Every block is a task with its lineage (read -> hashes -> Z_b), not scattered data, so a worker
 lost mid-fit costs only time: dask recomputes its blocks on the workers left (reading X again)
@@ -46,6 +50,12 @@ def _block_csr(H: np.ndarray, vocabulary, n_grids: int):
     return columns_csr(_lookup(H, keys, offsets), n_grids, int(offsets[-1]))
 
 
+def _stack(*blocks):
+    import scipy.sparse as sp
+
+    return sp.vstack(blocks, format="csr") if len(blocks) > 1 else blocks[0]
+
+
 def _block_zty(Zb, Yb: np.ndarray) -> np.ndarray:
     return Zb.T @ Yb
 
@@ -68,8 +78,12 @@ class SpreadRB:
         from .kernels.random_binning import _block_hashes
 
         self.client = client
-        self.workers = set(client.scheduler_info()["workers"])
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("the dask cluster has no workers")
+        self.workers = set(workers)
         self.warned = False
+        self.bytes_sent = self.bytes_received = self.round_trips = 0  # CG products' payloads
         Xd = as_dask(X, chunk_rows)
         n, d = int(X.shape[0]), int(X.shape[1])
         sizes = [int(c) for c in Xd.chunks[0]]
@@ -90,8 +104,14 @@ class SpreadRB:
         features.n_features_in_ = d
         self.n_rows, self.n_features_out = n, features.n_features_out_
         vocab = client.submit(_vocabulary, features.keys_, features.offsets_, pure=False)
-        self.blocks = [client.submit(_block_csr, h, vocab, R, pure=False) for h in H]
-        del H, vocab  # the blocks keep their lineage: the scheduler recomputes a lost one
+        Zb = [client.submit(_block_csr, h, vocab, R, pure=False) for h in H]
+        # consecutive row blocks per worker, first placed there (a lost worker's share moves)
+        share = np.linspace(0, len(Zb), min(len(workers), len(Zb)) + 1).astype(int)
+        self.bounds = self.bounds[share]
+        self.blocks = [client.submit(_stack, *Zb[a:b], workers=[w], allow_other_workers=True,
+                                     pure=False)
+                       for w, a, b in zip(workers, share[:-1], share[1:], strict=False)]
+        del H, vocab, Zb  # the blocks keep their lineage: the scheduler recomputes a lost one
         self._gather(self.blocks[:1])  # one block built: the set-up's errors surface here
 
     def _gather(self, futures) -> list:
@@ -136,6 +156,9 @@ class SpreadRB:
         """Z^T (Z P)."""
         from .solvers.rb_cg import _normal_block
 
+        self.bytes_sent += len(self.blocks) * P.nbytes
+        self.bytes_received += len(self.blocks) * P.nbytes
+        self.round_trips += 1
         return self._sum(_normal_block, [P] * len(self.blocks))
 
     def close(self) -> None:

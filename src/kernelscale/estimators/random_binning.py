@@ -239,6 +239,9 @@ class _RBBase(KernelscaleEstimator):
                                        max_iter=int(self.n_iter), jacobi=bool(self.precondition),
                                        spread=Z)
             finally:
+                # what the CG products sent and received (array payloads), for the cost model
+                self.spread_ = {"workers": len(Z.blocks), "round_trips": Z.round_trips,
+                                "bytes_sent": Z.bytes_sent, "bytes_received": Z.bytes_received}
                 Z.close()
         elif self.solver == "cg":
             if device == "gpu":
