@@ -115,6 +115,11 @@ def main(argv=None) -> int:
             row = dict(setting=setting, method=args.method, n=args.n,
                        n_components=args.n_components, fit_s=round(sec, 2),
                        test_error=float(np.mean(est.predict(Xt) != yt)))
+            spread = getattr(est, "spread_", None)  # RB-CG: its CG products' traffic
+            if spread and spread.get("round_trips"):
+                row.update(round_trips=spread["round_trips"],
+                           bytes_per_round_trip=(spread["bytes_sent"] + spread["bytes_received"])
+                           // spread["round_trips"])
             print(row, flush=True)
             rows.append(row)
 
@@ -156,7 +161,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         w.writeheader()
         w.writerows(rows)
     print(f"wrote {out}")
