@@ -122,3 +122,32 @@ def test_fit_survives_a_worker_killed_mid_cg(data, monkeypatch):
     msgs = [str(w.message) for w in caught if "lost dask worker" in str(w.message)]
     assert len(msgs) == 1 and "\n" not in msgs[0] and victim in msgs[0], msgs
     np.testing.assert_allclose(est.predict(X), local.predict(X), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RBRegressor(**KW),
+    lambda: __import__("kernelscale.estimators", fromlist=["x"]).NystromRidgeRegressor(
+        n_components=50, bandwidth=2.0, reg=1.0, random_state=0),
+], ids=["rb_cg", "nystrom"])
+def test_workers_without_the_files_are_a_one_line_error(client, tmp_path, monkeypatch, make):
+    """A library caller's ``use_client`` whose workers see another file system (here: a relative
+    zarr path, the workers in another directory, where zarr reads its fill value): one line
+    naming the worker and the store, before any block is computed from zeros."""
+    rng = np.random.default_rng(1)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "theirs").mkdir()
+    monkeypatch.chdir(tmp_path / "mine")
+    Xz = zarr.open_group("d.zarr", mode="w").create_array("X", shape=(1000, 4), chunks=(250, 4),
+                                                          dtype="f8")
+    Xz[:] = rng.standard_normal((1000, 4))
+    y = rng.standard_normal(1000)
+    before = client.run(os.getcwd)
+    client.run(os.chdir, str(tmp_path / "theirs"))
+    try:
+        with use_client(client), pytest.raises(OSError) as e:
+            make().fit(Xz, y)
+    finally:
+        for addr, cwd in before.items():
+            client.run(os.chdir, cwd, workers=[addr])
+    msg = str(e.value)
+    assert "\n" not in msg and "cannot read X" in msg and "d.zarr" in msg, msg

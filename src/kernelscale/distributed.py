@@ -234,6 +234,24 @@ def check_workers_read(client, arrays: dict) -> None:
                               "they can all read)")
 
 
+_READ_CHECKED: set = set()
+
+
+def check_workers_read_once(client, X, name: str = "X") -> None:
+    """``check_workers_read`` for one on-disk array, once per (client, store, workers present):
+    the library's chunked work (``map_blocks_ordered``, RB-CG's blocks) calls it before its
+    workers read X, so a caller's ``use_client`` on workers without the file system is a one-line
+    error, not zarr's fill values read as data."""
+    if client is None or type(X).__module__.split(".")[0] != "zarr":
+        return
+    workers = frozenset(client.scheduler_info().get("workers", {}))
+    key = (id(client), _store_of(X), str(getattr(X, "path", "")), workers)
+    if key in _READ_CHECKED:
+        return
+    check_workers_read(client, {name: X})
+    _READ_CHECKED.add(key)
+
+
 def n_threads(client) -> int:
     """Worker threads of a client's cluster (at least 1)."""
     workers = client.scheduler_info().get("workers", {}).values()
@@ -275,6 +293,7 @@ def predict_chunked(estimator, X, client=None, *, method: str = "predict",
     fn = getattr(estimator, method, None)
     if fn is None:
         raise AttributeError(f"{type(estimator).__name__} has no method {method!r}")
+    check_workers_read_once(client, X)
     arr = as_dask(X, chunk_rows)
     probe = np.asarray(fn(np.asarray(arr[:1].compute())))  # output shape and dtype per row
     if probe.ndim == 1:
@@ -295,6 +314,8 @@ def map_blocks_ordered(fn, X, y=None, client=None, *, chunk_rows: int | None = N
     """
     import dask
 
+    check_workers_read_once(client, X)
+    check_workers_read_once(client, y, "y")
     Xd = as_dask(X, chunk_rows)
     blocks = Xd.to_delayed().ravel()
     starts = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()

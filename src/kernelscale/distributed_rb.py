@@ -74,7 +74,7 @@ class SpreadRB:
     def __init__(self, client, features, X, chunk_rows: int, check_finite: bool = True):
         import dask
 
-        from .distributed import as_dask
+        from .distributed import as_dask, check_workers_read_once
         from .kernels.random_binning import _block_hashes
 
         self.client = client
@@ -84,6 +84,7 @@ class SpreadRB:
         self.workers = set(workers)
         self.warned = False
         self.bytes_sent = self.bytes_received = self.round_trips = 0  # CG products' payloads
+        check_workers_read_once(client, X)  # zarr would read a missing store as zeros
         Xd = as_dask(X, chunk_rows)
         n, d = int(X.shape[0]), int(X.shape[1])
         sizes = [int(c) for c in Xd.chunks[0]]
