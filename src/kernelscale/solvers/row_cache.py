@@ -13,7 +13,7 @@ Cost: after the first epoch a row catches up on about one epoch of changes, n / 
 step costs about n F d whatever t is, and E epochs cost (E - 1/2) n^2 F d / B in place of
 E^2 n^2 F d / (2 B) (2.3 times less at the four-epoch default, and each further epoch costs the
 same as the last). Memory: n (C + 2) numbers for n rows and C outputs, and the logged changes,
-F C numbers each (at most the model's size).
+F C numbers each, from the oldest visit on: at most about two epochs of steps.
 
 A cached value is used only for the same row: the row's fingerprint x . w (w a fixed seeded
 Gaussian vector) must equal the one stored at the visit, so a warm-started fit on other
