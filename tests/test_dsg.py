@@ -396,7 +396,8 @@ def test_auto_iterations_grow_with_n_without_a_cap():
 def test_udsg_auto_iterations_cost_what_dsgs_do():
     """UDSG draws a new block in G / (G + U) of its steps; its "auto" count is DSG's divided by
     sqrt(G / (G + U)), so that its sum over steps of blocks evaluated (the cost of f on the
-    batches) equals DSG's (paper 000 compares the variants at equal time)."""
+    batches when every step evaluates all blocks, i.e. without the row cache) equals DSG's
+    (paper 000 compares the variants at equal time)."""
     from kernelscale.estimators.dsg import auto_iterations, new_block_share
 
     assert new_block_share("dsg") == new_block_share("cdsg") == 1.0
