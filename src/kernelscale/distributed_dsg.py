@@ -163,11 +163,8 @@ class RowWorker:
         self.Y = self.encode(None if yb is None else yb[lo:hi], np)
         if hi == lo:
             return 0.0, 0.0, None, 0.0, 0
-        if self.cache is not None:
-            u = self.cache.values(self.model, self.X, ids[lo:hi])
-            u *= self.model.scale * self.model.blocks.scale
-        else:
-            u = self.model.decision(self.X)
+        u = (self.model.decision(self.X) if self.cache is None
+             else self.cache.decision(self.model, self.X, ids[lo:hi]))
         g = self.g = self.loss.deriv(u, self.Y)
         obj = float(self.loss.value(u, self.Y).sum(dtype=np.float64))
         zero = float(self.loss.value(np.zeros_like(u), self.Y).sum(dtype=np.float64))

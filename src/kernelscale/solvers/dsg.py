@@ -584,12 +584,8 @@ class LocalRows:
         """u = f(X_b) (Alg. 2) and g = loss'(u, y); returns the batch objective, the objective
         at f = 0, mean(g) (host, float64) and max |g|."""
         loss, model, cache = self.solver.loss, self.solver.model, self.solver.row_cache
-        if cache is not None and self.ids is not None:
-            u = cache.values(model, self.X, self.ids)
-            u *= model.scale * model.blocks.scale
-        else:
-            u = model.decision(self.X)
-        self.u = u
+        use = cache is not None and self.ids is not None
+        u = self.u = cache.decision(model, self.X, self.ids) if use else model.decision(self.X)
         g = self.g = loss.deriv(u, self.Y)
         obj = float(loss.value(u, self.Y).mean())
         zero = float(loss.value(self.solver.model.xp.zeros_like(u), self.Y).mean())

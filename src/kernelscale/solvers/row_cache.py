@@ -89,6 +89,12 @@ class RowCache:
         self.check[ids] = fingerprint
         return out
 
+    def decision(self, model, X, ids):
+        """f(X) for the batch rows ``ids`` (``values`` in the model's units)."""
+        u = self.values(model, X, ids)
+        u *= model.scale * model.blocks.scale
+        return u
+
     def _catch_up(self, model, X, seen, u) -> None:
         """u += sum of phi_k(x) Delta over the changes e >= seen_i of each row i; rows sorted by
         ``seen`` ascending, so change e concerns a prefix of them (those with seen_i <= e).
