@@ -252,9 +252,10 @@ def race(X, y, Xte, yte, names, *, bayes: float, budget_mb: float, cap_s: float,
                 fit_s += time.perf_counter() - t
                 epochs = (est.n_iter_ * est.batch_size_ / n) if iterative else epochs + 1
                 err = float(np.mean(est.predict(Xte) != yte))
-                curve.append((round(fit_s, 1), round(epochs, 3), err))
+                curve.append((round(fit_s, 1), round(epochs, 3), err, round(peak.peak / 2**20)))
                 log(f"[race] {name}: {fit_s:.0f} s, {epochs:.2f} passes, test error "
-                    f"{100 * err:.2f} %" + (f" (Bayes {100 * bayes:.2f} %)" if bayes else ""))
+                    f"{100 * err:.2f} %" + (f" (Bayes {100 * bayes:.2f} %)" if bayes else "")
+                    + f", GPU peak so far {peak.peak / 2**20:.0f} MiB")
                 if bayes is not None and reached is None and err <= bayes + target:
                     reached = fit_s
                     break

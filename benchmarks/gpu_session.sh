@@ -5,6 +5,7 @@
 #   bash benchmarks/gpu_session.sh tests blocks dsg scale-small race scale deformed
 # Steps longer than one call (10 min): start it detached (setsid, OUT=/tmp/gpu-out) and collect
 # /tmp/gpu-out/session.tgz with later calls while the machine is warm.
+# SCALE_EXTRA / DEFORMED_EXTRA: more gpu.py arguments for those steps (--caps, --n-test, ...).
 # $OUT gets one tarball (session.tgz, refreshed after every step) of the logs and results.
 set -u
 OUT=${OUT:-/tmp/gpu-out}
@@ -44,11 +45,11 @@ for s in "$@"; do
                    --n-test 100000 --scale-cap 10 --out "$R" --tag "$TAG-1M" ;;
     scale) step scale ${SCALE_LIMIT:-330} python3 benchmarks/gpu.py --sections scale --workdir /tmp \
              --scale-cap ${SCALE_CAP:-90} --caps ${SCALE_CAPS:-} --estimators ${SCALE_ESTIMATORS:-dsg udsg cdsg eigenpro_rf rff_sgd} \
-             --out "$R" --tag "$TAG" ;;
+             ${SCALE_EXTRA:-} --out "$R" --tag "$TAG" ;;
     deformed) step deformed ${DEFORMED_LIMIT:-330} python3 benchmarks/gpu.py --sections deformed \
                 --workdir /tmp --deformed-n ${DEFORMED_N:-1000000} --fashion .devdata/fashion-mnist \
                 --scale-cap ${DEFORMED_CAP:-75} --estimators ${DEFORMED_ESTIMATORS:-dsg eigenpro_rf rff_sgd} \
-                --out "$R" --tag "$TAG" ;;
+                ${DEFORMED_EXTRA:-} --out "$R" --tag "$TAG" ;;
     race) step race ${RACE_LIMIT:-420} python3 benchmarks/realdata.py --device gpu \
             --devdata .devdata --no-references --algorithms dsg udsg cdsg eigenpro eigenpro_rf \
             kernel_sgd rb_cg rff_sgd rff_svrg nystrom exact_krr pegasos norma --datasets ${RACE_DATASETS:-dev_twonorm \

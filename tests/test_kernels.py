@@ -57,6 +57,33 @@ def test_fourier_estimate_within_standard_errors(name, points):
     assert np.mean(errs_small) > 4 * err_big
 
 
+def test_parameter_cache_takes_a_share_of_a_gpu_and_a_fixed_size_in_host_memory():
+    """On a GPU the cache holds DEVICE_CACHE_SHARE of the card (a block beyond it is drawn
+    again at every use); in host memory HOST_CACHE_BYTES; an explicit size is kept on a move,
+    and a pickled block set sizes its cache for numpy again."""
+    from types import SimpleNamespace
+
+    from kernelscale.kernels import fourier
+
+    card = 80 * 2**30
+    gpu = SimpleNamespace(cuda=SimpleNamespace(Device=lambda: SimpleNamespace(mem_info=(1, card))))
+    assert fourier.default_cache_bytes(np) == fourier.HOST_CACHE_BYTES
+    assert fourier.default_cache_bytes(gpu) == int(fourier.DEVICE_CACHE_SHARE * card)
+    assert fourier.default_cache_bytes(SimpleNamespace()) == fourier.HOST_CACHE_BYTES
+    k = make_kernel("gaussian", 1.0)
+    per_block = (784 + 1) * 4096 * 4
+    blocks = FourierBlocks(k, 784, 4096, seed=0, dtype=np.float32)
+    assert blocks.max_cached == fourier.HOST_CACHE_BYTES // per_block
+    blocks.xp = gpu  # as ``to`` does, without a GPU to copy to
+    blocks._size_cache()
+    assert blocks.max_cached == int(fourier.DEVICE_CACHE_SHARE * card) // per_block
+    assert pickle.loads(pickle.dumps(blocks)).max_cached == fourier.HOST_CACHE_BYTES // per_block
+    fixed = FourierBlocks(k, 784, 4096, seed=0, dtype=np.float32, cache_bytes=3 * per_block)
+    fixed.xp = gpu
+    fixed._size_cache()
+    assert fixed.max_cached == 3
+
+
 def test_blocks_are_pure_functions_of_seed_and_index():
     k = make_kernel("gaussian", 1.0)
     a = FourierBlocks(k, 3, 8, seed=5)

@@ -32,12 +32,16 @@ def no_cache(monkeypatch):
     return fit
 
 
-@pytest.mark.parametrize("variant", ["dsg", "udsg", "cdsg"])
-def test_cached_f_is_f_over_all_blocks_at_every_step(variant, monkeypatch):
+@pytest.mark.parametrize("variant,piece", [("dsg", None), ("udsg", None), ("cdsg", None),
+                                           ("udsg", 7), ("dsg", 1)])
+def test_cached_f_is_f_over_all_blocks_at_every_step(variant, piece, monkeypatch):
     """Every batch's f from the cache equals f evaluated over all blocks, step after step, over
-    five epochs (rows caught up on new blocks and, for UDSG / CDSG, on updated old ones)."""
+    five epochs (rows caught up on new blocks and, for UDSG / CDSG, on updated old ones); also
+    with the catch-up's features computed in pieces of ``piece`` rows, as on a GPU."""
     X, y = _data()
     checked = []
+    if piece is not None:
+        monkeypatch.setattr(row_cache, "piece_rows", lambda xp, F, itemsize: piece)
     original = row_cache.RowCache.values
 
     def values(self, model, Xb, ids):

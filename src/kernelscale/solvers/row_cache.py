@@ -27,9 +27,24 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import to_numpy
+from ..kernels.fourier import fourier_features
 from ..rng import block_generator
 
 CHECK_STREAM = 13  # block_generator stream of the fingerprint vector w
+# On a GPU a block's catch-up features are computed in pieces of this many bytes, so that each
+# product is bounded whatever B is (a whole prefix is up to B F numbers: 1 GB at B = 65,536) and
+# the device's caching allocator is asked for one size again and again rather than a different
+# prefix size for every block; the pieces and their products are written into two buffers made
+# once per step. In host memory the whole prefix is one product, as the budget planner counts it.
+GPU_PIECE_BYTES = 64 * 2**20
+
+
+def piece_rows(xp, F: int, itemsize: int) -> int | None:
+    """Rows per catch-up feature piece: None (whole prefix) for numpy, else
+    ``GPU_PIECE_BYTES`` worth of (rows, F) features, at least one row."""
+    if xp is np:
+        return None
+    return max(1, GPU_PIECE_BYTES // (int(F) * int(itemsize)))
 
 
 class RowCache:
@@ -107,11 +122,28 @@ class RowCache:
         by_block: dict[int, list[int]] = {}
         for j, (k, _) in enumerate(changes):
             by_block.setdefault(k, []).append(j)
+        blocks, xp = model.blocks, self.xp
+        piece = piece_rows(xp, blocks.F, blocks.dtype.itemsize)
+        if piece:  # two buffers reused by every piece: no allocation in the loop
+            Zbuf = xp.empty((piece, blocks.F), dtype=blocks.dtype)
+            Pbuf = xp.empty((piece, u.shape[1]), dtype=u.dtype)
         for k, js in by_block.items():
-            Z = model.blocks.features(X[: int(rows[js[-1]])], k, k + 1, scaled=False)
-            for j in js:
-                r = int(rows[j])
-                u[:r] += Z[:r] @ changes[j][1]
+            top = int(rows[js[-1]])
+            W, b = blocks.params(k, k + 1)  # once per block: beyond the cache it is drawn again
+            for lo in range(0, top, piece or top):
+                hi = min(top, lo + (piece or top))
+                if not piece:
+                    Z = fourier_features(X[lo:hi], W, b, blocks.F, scaled=False)
+                    for j in js:
+                        r = min(int(rows[j]), hi)
+                        u[:r] += Z[:r] @ changes[j][1]
+                    continue
+                Z = fourier_features(X[lo:hi], W, b, blocks.F, scaled=False, out=Zbuf[: hi - lo])
+                for j in js:
+                    r = min(int(rows[j]), hi)
+                    if r > lo:
+                        P = xp.matmul(Z[: r - lo], changes[j][1], out=Pbuf[: r - lo])
+                        u[lo:r] += P
 
     def record(self, k: int, delta) -> None:
         """Block k changed by ``delta`` (coefficient units; a copy is kept). Drops the changes
