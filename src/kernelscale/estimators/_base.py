@@ -9,10 +9,11 @@ chunk by chunk as solvers read them (``kernelscale.stream``), so nothing is load
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import validate_data
 
-from ..backend import check_dtype, namespace, resolve_device
+from ..backend import check_dtype, namespace, predict_device, resolve_device
 from ..stream import check_finite_rows, chunk_rows_of, is_in_memory, iter_row_chunks
 
 
@@ -27,6 +28,14 @@ def is_lazy(X) -> bool:
     module = type(X).__module__.split(".")[0]
     return hasattr(X, "shape") and hasattr(X, "__getitem__") and not is_in_memory(X) \
         and not isinstance(X, (list, tuple)) and module not in ("pandas", "scipy")
+
+
+def reject_sparse(X):
+    """X itself, or a one-line error for scipy.sparse input (``is_lazy`` would otherwise accept
+    it; scikit-learn's own error is several lines)."""
+    if scipy.sparse.issparse(X):
+        raise TypeError("sparse input is not supported: pass a dense array (numpy, cupy, zarr, dask)")
+    return X
 
 
 def _one_line(fn, *args, **kwargs):
@@ -109,6 +118,26 @@ def device_and_dtype(device, dtype):
     """Resolve ``device`` ("auto"/"cpu"/"gpu") and ``dtype``; returns (device, xp, numpy dtype)."""
     dev = resolve_device(device)
     return dev, namespace(dev), check_dtype(dtype)
+
+
+class OnDevice:
+    """Mixin for estimators whose fitted state is one object with device arrays, named by
+    ``_device_state`` and moved by its ``to(xp)`` (a no-op where it already is)."""
+
+    _device_state = "solver_"
+
+    def _xp(self, fitting=True):
+        """Namespace to compute in; moves a model loaded on another machine to a usable device
+        (to predict, the CPU where ``device`` is "gpu" but this host has none)."""
+        dev = (resolve_device if fitting else predict_device)(self.engine_.device)
+        xp = namespace(dev)
+        getattr(self, self._device_state).to(xp)
+        self.device_ = dev
+        return xp
+
+    def _fresh(self) -> bool:
+        """Whether this ``fit`` starts from scratch (not a warm start of a fitted model)."""
+        return not (getattr(self, "warm_start", False) and hasattr(self, self._device_state))
 
 
 LABEL_CHUNK = 1 << 16  # labels validated and encoded this many at a time

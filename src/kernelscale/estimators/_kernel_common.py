@@ -6,23 +6,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse
 from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
-from ..backend import namespace, predict_device, resolve_device
 from ..kernels import make_kernel, resolve_bandwidth
 from ..kernels.selection import select
 from ..rng import seed_from
 from ..solvers._common import predict_rows
-from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
+from ._base import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype, reject_sparse
 from ._params import KernelscaleEstimator
+from ._predict import LabelsFromScores, TargetsFromOutputs
 
-
-def reject_sparse(X) -> None:
-    """One-line error for scipy.sparse input (``_base.is_lazy`` would otherwise accept it)."""
-    if scipy.sparse.issparse(X):
-        raise TypeError("sparse input is not supported: pass a dense array (numpy, cupy, zarr, dask)")
+__all__ = ["KernelEstimatorBase", "RegressorTargets", "ClassifierTargets", "auto_kernel",
+           "exact_max_n", "n_features_rule", "reject_sparse"]
 
 
 def n_features_rule(n: int, value, floor: int = 1000) -> int:
@@ -61,7 +57,7 @@ def auto_kernel(est, X, Y, want_alpha: bool, kernel_name: str | None = None):
     return make_kernel(name, sigma), (alpha if want_alpha else None)
 
 
-class KernelEstimatorBase(KernelscaleEstimator):
+class KernelEstimatorBase(OnDevice, KernelscaleEstimator):
     """Kernel, bandwidth, seed and engine resolution; prediction through ``self.solver_``."""
 
     def _setup_common(self, X, Y=None, reg="fixed"):
@@ -75,18 +71,6 @@ class KernelEstimatorBase(KernelscaleEstimator):
         self.kernel_, self.alpha_sel_ = auto_kernel(self, X, Y, reg == "auto")
         self.bandwidth_ = self.kernel_.bandwidth
         return xp, dtype
-
-    def _xp(self, fitting=True):
-        """Namespace to compute in; moves a model loaded on another machine to a usable device
-        (to predict, the CPU where ``device`` is "gpu" but this host has none)."""
-        dev = (resolve_device if fitting else predict_device)(self.engine_.device)
-        xp = namespace(dev)
-        self.solver_.to(xp)
-        self.device_ = dev
-        return xp
-
-    def _fresh(self) -> bool:
-        return not (getattr(self, "warm_start", False) and hasattr(self, "solver_"))
 
     def _decision(self, X) -> np.ndarray:
         """Raw outputs (n, C) as numpy float64, computed chunk by chunk on the device."""
@@ -102,7 +86,7 @@ class KernelEstimatorBase(KernelscaleEstimator):
         return tags
 
 
-class RegressorTargets:
+class RegressorTargets(TargetsFromOutputs):
     """Mixin: y -> (n, C) float targets; predict returns 1-D for 1-D training targets."""
 
     def _fit_targets(self, X, y):
@@ -113,29 +97,8 @@ class RegressorTargets:
             self._y_1d = y.ndim == 1
         return X, y.reshape(len(y), -1)
 
-    def predict(self, X):
-        """Predicted targets f(x).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            1-D when the training targets were 1-D.
-        """
-        F = self._decision(X)
-        return F[:, 0] if self._y_1d else F
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
-
-class ClassifierTargets:
+class ClassifierTargets(LabelsFromScores):
     """Mixin: class labels -> encoded targets; ``_coding`` is "margin" ({-1, +1}; one column for
     two classes, one-vs-all columns otherwise) or "onehot" (one column per class, 0/1)."""
 
@@ -171,25 +134,3 @@ class ClassifierTargets:
         if len(self.classes_) == 2:  # one-hot binary: score of class 1 over class 0
             return F[:, 1] - F[:, 0]
         return F
-
-    def predict(self, X):
-        """Predicted class labels: the sign of the score (binary) or its argmax.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Labels from ``classes_``.
-        """
-        f = self.decision_function(X)
-        idx = (f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)
-        return self.classes_[idx]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = True
-        return tags

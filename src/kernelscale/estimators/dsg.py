@@ -16,7 +16,6 @@ from sklearn.base import ClassifierMixin, OutlierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..backend import namespace, predict_device, resolve_device
 from ..budget import MB, budget_window
 from ..distributed import current_client
 from ..distributed_dsg import SpreadDSG
@@ -28,10 +27,11 @@ from ..solvers._common import Progress
 from ..solvers.dsg import DSGConfig, DSGModel, DSGSolver, group_bytes
 from ..solvers.row_cache import RowCache
 from ..stream import BatchStream, is_in_memory, predict_rows, take_rows
-from ._base import LabelCoder, check_X, check_X_y, device_and_dtype
+from ._base import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype
 from ._base import doc_indent as _indent
 from ._kernel_common import auto_kernel
 from ._params import ITERS, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, steps
+from ._predict import LabelsFromScores, TargetsFromOutputs
 
 _PREDICT_CHUNK = 8192
 # rows whose block covariance gives precondition="eigenpro" its P: resolves eigenvalues down to
@@ -244,10 +244,11 @@ history_ : dict
 n_features_in_ : int"""
 
 
-class _DSGBase(KernelscaleEstimator):
+class _DSGBase(OnDevice, KernelscaleEstimator):
     """Implementation shared by the DSG estimators (parameters: see ``DSGRegressor``)."""
 
     iterative = True
+    _device_state = "model_"  # the fitted state moved between devices (``OnDevice``)
     _default_loss = "square"
     _auto_dtype = "float32"  # engine dtype "auto" (``kernelscale.engine``)
     _batch_rows = None  # B before the cap at n (models pickled before it existed: see _batch)
@@ -346,16 +347,6 @@ class _DSGBase(KernelscaleEstimator):
     def _check_loss(self, loss):
         raise NotImplementedError  # pragma: no cover
 
-    def _xp(self, fitting=True):
-        """Namespace to compute in; moves a model loaded on another machine to a usable device
-        (to predict, the CPU where ``device`` is "gpu" but this host has none)."""
-        dev = (resolve_device if fitting else predict_device)(self.engine_.device)
-        xp = namespace(dev)
-        if self.model_.xp is not xp:
-            self.model_.to(xp)
-        self.device_ = dev
-        return xp
-
     def _train(self, X, y_stream, encode, n_iter, stream_seed):
         xp = self._xp()
         window_rows = budget_window(self.engine_, X, self._batch(), self.model_.blocks.F,
@@ -452,9 +443,6 @@ class _DSGBase(KernelscaleEstimator):
         """B as resolved by the first fit (before the cap at that fit's n)."""
         return int(self._batch_rows if self._batch_rows is not None else self.batch_size)
 
-    def _fresh(self) -> bool:
-        return not (self.warm_start and hasattr(self, "model_"))
-
     def _decision(self, X):
         check_is_fitted(self, "model_")
         X = check_X(self, X, reset=False)
@@ -467,7 +455,7 @@ class _DSGBase(KernelscaleEstimator):
         return tags
 
 
-class DSGRegressor(RegressorMixin, _DSGBase):
+class DSGRegressor(TargetsFromOutputs, RegressorMixin, _DSGBase):
     __doc__ = f"""Kernel regression by doubly stochastic gradients (paper 003) or its UDSG/CDSG
     variants.
 
@@ -539,29 +527,8 @@ class DSGRegressor(RegressorMixin, _DSGBase):
                     n_iter, self.seed_ + self.solver_.t + 1)
         return self
 
-    def predict(self, X):
-        """Predicted targets f(x) = sum_j phi_j(x) alpha_j (paper 003, Alg. 2).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            1-D when the training targets were 1-D.
-        """
-        f = self._decision(X)
-        return f[:, 0] if self._y_1d else f
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
-
-class DSGClassifier(ClassifierMixin, _DSGBase):
+class DSGClassifier(LabelsFromScores, ClassifierMixin, _DSGBase):
     __doc__ = f"""Kernel classification by doubly stochastic gradients (paper 003) or UDSG/CDSG
     (paper 000).
 
@@ -667,23 +634,6 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         f = self._decision(X)
         return f[:, 0] if f.shape[1] == 1 else f
 
-    def predict(self, X):
-        """Predicted class labels: the sign of the score (binary) or its argmax.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Labels from ``classes_``.
-        """
-        f = self.decision_function(X)
-        idx = (f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)
-        return self.classes_[idx]
-
     def _probabilistic(self):
         return hasattr(self, "loss_") and self.loss_.probabilistic or (
             not hasattr(self, "loss_") and self.loss in (None, "auto", "logistic", "softmax"))
@@ -697,11 +647,6 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
             p = sigmoid(f[:, 0])
             return np.column_stack([1.0 - p, p])
         return softmax(f)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = True
-        return tags
 
 
 class DSGOneClass(OutlierMixin, _DSGBase):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.metaestimators import available_if
@@ -41,18 +40,12 @@ from ..rng import seed_from
 from ..solvers._rowwise_csr import RowwiseCSR
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
-from ._base import LabelCoder, check_X, check_X_y, doc_indent
+from ._base import LabelCoder, check_X, check_X_y, doc_indent, reject_sparse
 from ._kernel_common import auto_kernel
 from ._params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge
+from ._predict import LabelsFromScores
 
 SOLVERS = ("cg", "cd")
-
-
-def _reject_sparse(X):
-    # RB bins dense rows; say so plainly instead of scikit-learn's generic sparse-input error
-    if sp.issparse(X):
-        raise TypeError("sparse input is not supported by random binning; pass a dense array")
-    return X
 
 
 _RB_PARAMS = """\
@@ -274,7 +267,7 @@ class _RBBase(KernelscaleEstimator):
 
     def _scores(self, X):
         check_is_fitted(self, "coef_")
-        X = check_X(self, _reject_sparse(X), reset=False)
+        X = check_X(self, reject_sparse(X), reset=False)
         Z = self.features_.transform(X, chunk_rows=self._chunk_rows())
         return Z @ self.coef_ + self.intercept_
 
@@ -318,7 +311,7 @@ class RBRegressor(RegressorMixin, _RBBase):
 
     def fit(self, X, y):
         device = self._validate_params_rb()
-        X, y = check_X_y(self, _reject_sparse(X), y, regression=True)
+        X, y = check_X_y(self, reject_sparse(X), y, regression=True)
         y = np.asarray(y, dtype=np.float64)
         Y = y[:, None] if y.ndim == 1 else y
         Z = self._fit_features(X, Y)
@@ -352,7 +345,7 @@ class RBRegressor(RegressorMixin, _RBBase):
         return tags
 
 
-class RBClassifier(ClassifierMixin, _RBBase):
+class RBClassifier(LabelsFromScores, ClassifierMixin, _RBBase):
     __doc__ = f"""Classification on Random Binning features (Wu et al., KDD 2016, paper 002):
     one-vs-all ridge by conjugate gradients (``solver="cg"``, §3.1; all classes as one block of
     right-hand sides) or L1-regularised square / logistic / squared-hinge loss by parallel
@@ -390,7 +383,7 @@ class RBClassifier(ClassifierMixin, _RBBase):
 
     def fit(self, X, y):
         device = self._validate_params_rb()
-        X, y = check_X_y(self, _reject_sparse(X), y, regression=False)
+        X, y = check_X_y(self, reject_sparse(X), y, regression=False)
         coder = LabelCoder(y, self.loss)
         self.classes_ = coder.classes_
         Y = coder.encode_index(coder.y_index, np, np.float64)
@@ -417,23 +410,6 @@ class RBClassifier(ClassifierMixin, _RBBase):
             One column for two classes; one-vs-all scores, one per class, otherwise.
         """
         return self._scores(X)
-
-    def predict(self, X):
-        """Predicted class labels: the sign of the score (binary) or its argmax.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Labels from ``classes_``.
-        """
-        s = self.decision_function(X)
-        idx = (s > 0).astype(np.int64) if s.ndim == 1 else s.argmax(axis=1)
-        return self.classes_[idx]
 
     def _has_proba(self):
         return self.loss == "logistic"

@@ -167,7 +167,9 @@ class DSGModel:
         return self.blocks.xp
 
     def to(self, xp) -> DSGModel:
-        """Move the coefficients to another array namespace."""
+        """Move the coefficients to another array namespace (a no-op when already there)."""
+        if self.xp is xp:
+            return self
         if xp is np:
             coef = self.coef.get() if hasattr(self.coef, "get") else self.coef
         else:
