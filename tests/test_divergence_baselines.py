@@ -145,3 +145,29 @@ def test_run_loop_watches_the_loss_after_the_step():
     history = {}
     run_loop(_Overshoot(1.0), lambda t: (), 3, history, "X")
     assert "after" not in history and len(history["objective"]) == 3
+
+
+def test_smoothed_watch_stops_a_run_worse_than_predicting_nothing():
+    """The one watch's smoothed check (DSG's): a batch objective that stays 3 x that of f = 0
+    stops once WATCH_AFTER iterations have passed; 1.5 x runs on but fails at the end of the run;
+    below f = 0 the run ends normally."""
+    from kernelscale.solvers._common import WATCH_AFTER, DivergenceWatch
+
+    class _Flat(_Blowup):
+        def __init__(self, ratio):
+            super().__init__(1.0)
+            self.ratio, self.zero_objective = ratio, 1.0
+            self.obj_avg = self.zero_avg = None
+
+        def step(self):
+            return {"objective": self.ratio}
+
+    watch = DivergenceWatch("X", "set a smaller eta0", smoothed=True)
+    with pytest.raises(FloatingPointError, match=rf"^X diverged at iteration {WATCH_AFTER + 1} "
+                                                 r"\(average batch objective 3, 3 x that of f = 0\)"):
+        run_loop(_Flat(3.0), lambda t: (), 100, {}, "X", watch=watch)
+    with pytest.raises(FloatingPointError, match=r"^X diverged or learned nothing by iteration 30 "):
+        run_loop(_Flat(1.5), lambda t: (), 30, {}, "X", watch=watch)
+    ok = _Flat(0.5)
+    run_loop(ok, lambda t: (), 30, {}, "X", watch=watch)
+    assert ok.t == 30

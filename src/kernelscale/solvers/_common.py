@@ -82,7 +82,7 @@ def kernel_apply(kernel, A, centers, coef, xp: ModuleType):
     return out
 
 
-# batch objective over its first (positive) value that stops a run as diverged (as in DSG)
+# batch objective over its first (positive) value that stops a run as diverged
 DIVERGED = 1e4
 # loss on the points a step has just learned from, after that step, over the larger of the same
 # points' loss before it and the run's first batch objective, that stops a run as overshooting.
@@ -91,6 +91,14 @@ DIVERGED = 1e4
 # Square loss on points the step alone moves (a near-delta kernel): the ratio is
 # (eta k(x, x) / m - 1)^2, so eta k / m > 2.4 stops, where training R^2 turns negative at ~2.
 OVERSHOOT = 2.0
+# The smoothed watch (``DivergenceWatch(smoothed=True)``, DSG's): the batch objective's
+# exponential average over ~10 iterations, judged after a few, against the same average of the
+# objective of f = 0 on the same batches. A run whose average stays above WORSE_THAN_ZERO times
+# that has learned a function worse than predicting nothing (square loss: R^2 < -1 on batches
+# the step did not see).
+WORSE_THAN_ZERO = 2.0
+WATCH_AFTER = 20  # iterations before the smoothed objective is judged (its average needs a few)
+WATCH_DECAY = 0.9
 
 
 class Progress:
@@ -136,49 +144,102 @@ class Progress:
             self.bar = None
 
 
-def run_loop(solver, batches, n_iter: int, history: dict, name: str, on_step=None,
-             hint: str = "lower the step size (eta0)") -> None:
-    """``n_iter`` calls of ``solver.step(*batches(solver.t))``, each appending a record
-    (``iter``, ``time`` since the first segment, ``objective`` and whatever else step returns)
-    and passing it to ``on_step`` (progress display). Stops with a one-line FloatingPointError
-    naming the setting to change (``hint``) when the batch objective is not finite or exceeds
-    ``DIVERGED`` times its first positive value (a zero first objective is not watched).
+class DivergenceWatch:
+    """The divergence watch of every iterative run (``run_loop``): a one-line
+    FloatingPointError, "<name> diverged at iteration t (...); <hint>", when
 
-    A step may also return ``after``: the same batch's objective right after the step (the loss
-    on the points it has just learned from). The batch objective is measured before a step, on
-    points a kernel expansion may not have seen: with a near-delta kernel f stays ~0 there while
-    each step overshoots on its own points (NORMA at sigma = 0.3 in 10 dimensions, eta0 = 5e3:
-    training R^2 = -48 with a flat batch objective). ``after`` above ``OVERSHOOT`` times the
-    larger of the batch objective and its start stops the run the same way. It is not recorded."""
-    t_start = time.perf_counter()
-    base = history["time"][-1] if history.get("time") else 0.0
-    for _ in range(int(n_iter)):
-        rec = solver.step(*batches(solver.t))
-        solver.t += 1
-        rec = {"iter": solver.t, **rec}
-        obj = rec["objective"]
-        after = rec.pop("after", None)
-        # the start is kept on the solver, so a warm-started segment watches the same reference
+    * the batch objective is not finite, or above ``DIVERGED`` times its first positive value
+      (a zero first objective is not watched; nor is growth where the solver sets
+      ``watch_growth = False``);
+    * the record's ``after`` (the same batch's objective right after its step, on the points it
+      has just learned from) is not finite or above ``OVERSHOOT`` times the larger of the batch
+      objective and its start. The batch objective is measured before a step, on points a kernel
+      expansion may not have seen: with a near-delta kernel f stays ~0 there while each step
+      overshoots on its own points (NORMA at sigma = 0.3 in 10 dimensions, eta0 = 5e3: training
+      R^2 = -48 with a flat batch objective);
+    * ``smoothed``: the averaged batch objective, after ``WATCH_AFTER`` iterations, is above
+      ``WORSE_THAN_ZERO`` times the average objective of f = 0 (the solver's
+      ``zero_objective``, set by its step), and at the end of a run (``end``) above it at all:
+      f = 0 is feasible and every working step lowers the objective below it, so such a model is
+      never a result, only a step rule that failed.
+
+    The state (``obj_start``, ``obj_avg``, ``zero_avg``) is kept on the solver, so a
+    warm-started segment watches the same reference."""
+
+    def __init__(self, name: str, hint: str, smoothed: bool = False):
+        self.name, self.hint, self.smoothed = name, hint, smoothed
+
+    def _stop(self, when: str, what: str) -> FloatingPointError:
+        return FloatingPointError(f"{self.name} {when} ({what}); {self.hint}")
+
+    def __call__(self, solver, rec: dict, after=None) -> None:
+        obj, t = rec["objective"], rec["iter"]
         start = getattr(solver, "obj_start", None)
         if start is None and math.isfinite(obj) and obj > 1e-8:
             solver.obj_start = start = obj
-        # a working run's batch objective stays within a few times its start; 1e4 times it
-        # means the iteration is diverging: stop rather than return a finite but useless model
+        worse = False
+        if self.smoothed:
+            zero = getattr(solver, "zero_objective", obj)
+            if math.isfinite(obj):
+                avg = lambda old, new: new if old is None else (  # noqa: E731
+                    WATCH_DECAY * old + (1 - WATCH_DECAY) * new)
+                solver.obj_avg = avg(getattr(solver, "obj_avg", None), obj)
+                solver.zero_avg = avg(getattr(solver, "zero_avg", None), zero)
+            worse = (start is not None and t > WATCH_AFTER and solver.zero_avg > 1e-8
+                     and solver.obj_avg > WORSE_THAN_ZERO * solver.zero_avg)
         grows = getattr(solver, "watch_growth", True) and start is not None
+        if worse:
+            raise self._stop(f"diverged at iteration {t}", self._average(solver))
         if not math.isfinite(obj) or (grows and obj > DIVERGED * start):
             ratio = f", {obj / start:.3g} x its start" if start and math.isfinite(obj) else ""
-            raise FloatingPointError(f"{name} diverged at iteration {solver.t} (batch objective "
-                                     f"{obj:.3g}{ratio}); {hint}")
+            raise self._stop(f"diverged at iteration {t}", f"batch objective {obj:.3g}{ratio}")
         ref = max(obj, start or 0.0)
         if after is not None and (not math.isfinite(after)
                                   or (ref > 1e-8 and after > OVERSHOOT * ref)):
-            raise FloatingPointError(
-                f"{name} diverged at iteration {solver.t} (the step overshoots: its batch's "
-                f"objective went from {obj:.3g} to {after:.3g} on the points it learned from); "
-                f"{hint}")
+            raise self._stop(f"diverged at iteration {t}",
+                             f"the step overshoots: its batch's objective went from {obj:.3g} "
+                             f"to {after:.3g} on the points it learned from")
+
+    def end(self, solver) -> None:
+        """At the end of a run: the smoothed objective above that of f = 0 stops it."""
+        zero_avg, obj_avg = getattr(solver, "zero_avg", None), getattr(solver, "obj_avg", None)
+        if (self.smoothed and solver.t > WATCH_AFTER and zero_avg and zero_avg > 1e-8
+                and obj_avg is not None and obj_avg > zero_avg):
+            raise self._stop(f"diverged or learned nothing by iteration {solver.t}",
+                             self._average(solver))
+
+    @staticmethod
+    def _average(solver) -> str:
+        return (f"average batch objective {solver.obj_avg:.3g}, "
+                f"{solver.obj_avg / solver.zero_avg:.3g} x that of f = 0")
+
+
+def run_loop(solver, batches, n_iter: int, history: dict, name: str, on_step=None,
+             hint: str = "lower the step size (eta0)", watch: DivergenceWatch | None = None) -> None:
+    """The training loop of every iterative solver: ``n_iter`` steps on ``batches(solver.t)``,
+    each appending a record (``iter``, ``time`` since the first segment, ``objective`` and
+    whatever else the step returns) to ``history`` and passing it to ``on_step`` (progress
+    display), watched by ``watch`` (default: ``DivergenceWatch(name, hint)``).
+
+    A step is ``solver.advance(batch)`` where the solver has one (it advances ``solver.t`` and
+    returns a record with ``iter``: DSG), else ``solver.step(*batch)`` followed by
+    ``solver.t += 1``. A record's ``after`` goes to the watch and is not recorded."""
+    watch = watch or DivergenceWatch(name, hint)
+    advance = getattr(solver, "advance", None)
+    t_start = time.perf_counter()
+    base = history["time"][-1] if history.get("time") else 0.0
+    for _ in range(int(n_iter)):
+        if advance is not None:
+            rec = advance(batches(solver.t))
+        else:
+            rec = solver.step(*batches(solver.t))
+            solver.t += 1
+            rec = {"iter": solver.t, **rec}
+        watch(solver, rec, rec.pop("after", None))
         synchronize(solver.xp)
         rec["time"] = base + time.perf_counter() - t_start
         for key, val in rec.items():
             history.setdefault(key, []).append(val)
         if on_step is not None:
             on_step(rec)
+    watch.end(solver)

@@ -44,15 +44,15 @@ max_step_ratio * gamma_t instead (1: CDSG only saves blocks). The cap also keeps
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import synchronize, to_numpy
+from ..backend import to_numpy
 from ..kernels import FourierBlocks, Kernel
 from ..losses import Loss
 from ..rng import block_generator
+from ._common import DivergenceWatch, run_loop
 
 VARIANTS = ("dsg", "udsg", "cdsg")
 SCHEDULES = ("inverse", "theory", "inverse_sqrt", "constant")
@@ -79,17 +79,13 @@ RIDGE_FACTOR = 0.01
 # the batch, so that the step does not interpolate the batch (at B = F and small reg it did:
 # train R^2 -0.5, or divergence, on make_friedman1; issue 25)
 NEWTON_DF_SHARE = 0.5
-DIVERGED = 1e4  # batch objective over its first value that stops a run as diverged
-# a run whose smoothed batch objective stays above this multiple of the objective of f = 0
-# (its first batch) has learned a function worse than predicting nothing: stopped with an error
-# rather than returned (square loss: R^2 < -1 on batches the step did not see)
-WORSE_THAN_ZERO = 2.0
-WATCH_AFTER = 20  # iterations before the smoothed objective is judged (its average needs a few)
-WATCH_DECAY = 0.9  # exponential average of the batch objective over ~10 iterations
 # share of the objective of f = 0 that the random-feature noise of all plain steps together may
 # add (``DSGSolver._noise_cap``)
 NOISE_SHARE = 1.0  # (at most e-fold growth of the error where nothing is learned)
 EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" may cause
+# DSG's run: the smoothed watch (``solvers._common.DivergenceWatch``) and the settings it names
+WATCH = DivergenceWatch("DSG", "set a smaller eta0, a larger t0, a larger bandwidth or reg, or "
+                               "precondition=False", smoothed=True)
 
 
 @dataclass
@@ -511,61 +507,22 @@ class DSGSolver:
         return {"iter": t, "objective": batch_loss, "n_blocks": model.n_blocks, "step": step,
                 "new_block": bool(new)}
 
-    def _watch(self, rec: dict) -> None:
-        """Stop a run that diverges or ends worse than f = 0, with a one-line error.
+    @property
+    def xp(self):
+        return self.model.xp
 
-        The batch objective is measured before the batch's own step, on rows that step has not
-        used: a fresh estimate of the population objective. A working run stays near or below
-        its start (f = 0); 1e4 times it, or its average above WORSE_THAN_ZERO times it after
-        WATCH_AFTER iterations, means the steps add more error than they remove (the model
-        would be finite but meaningless)."""
-        obj = rec["objective"]
-        if self.obj_start is None and math.isfinite(obj) and obj > 1e-8:
-            self.obj_start = obj  # (a zero start, e.g. the novelty loss, is not watched)
-        zero = getattr(self, "zero_objective", obj)
-        if math.isfinite(obj):
-            avg = lambda old, new: new if old is None else (  # noqa: E731
-                WATCH_DECAY * old + (1 - WATCH_DECAY) * new)
-            self.obj_avg, self.zero_avg = avg(self.obj_avg, obj), avg(self.zero_avg, zero)
-        start = self.obj_start
-        worse = (start is not None and rec["iter"] > WATCH_AFTER and self.zero_avg > 1e-8
-                 and self.obj_avg > WORSE_THAN_ZERO * self.zero_avg)
-        if not math.isfinite(obj) or (start is not None and obj > DIVERGED * start) or worse:
-            what = (f"batch objective {obj:.3g}, {obj / (start or 1):.3g} x its start" if not worse
-                    else f"average batch objective {self.obj_avg:.3g}, "
-                         f"{self.obj_avg / self.zero_avg:.3g} x that of f = 0")
-            raise _diverged(f"diverged at iteration {rec['iter']}", what)
+    def advance(self, batch) -> dict:
+        """One step of ``run_loop`` on ``batch``: (X, Y[, ids]) held here, or the row work of
+        a spread batch (``kernelscale.distributed_dsg``)."""
+        return self.step(*batch) if isinstance(batch, tuple) else self.step_rows(batch)
 
     def run(self, batches, n_iter: int, history: dict, on_step=None) -> None:
-        """``n_iter`` iterations over ``batches(t) -> (X, Y)``; appends to ``history``."""
-        t_start = time.perf_counter()
-        base = history["time"][-1] if history.get("time") else 0.0
+        """``n_iter`` iterations over ``batches(t)`` through ``run_loop``, with the smoothed
+        divergence watch (a batch objective far above its start, or its average above that of
+        f = 0, stops the run with a one-line error); appends to ``history``."""
         if not self.horizon:
             self.horizon = int(n_iter)
-        for _ in range(int(n_iter)):
-            batch = batches(self.t)  # (X, Y), or the row work of a spread batch
-            rec = self.step(*batch) if isinstance(batch, tuple) else self.step_rows(batch)
-            self._watch(rec)
-            synchronize(self.model.xp)
-            rec["time"] = base + time.perf_counter() - t_start
-            for key, val in rec.items():
-                history.setdefault(key, []).append(val)
-            if on_step is not None:
-                on_step(rec)
-        self._judge_end()
-
-    def _judge_end(self) -> None:
-        """A run that ends with its smoothed batch objective above that of f = 0 on the same
-        batches has learned a model worse than predicting nothing, on rows it has (from the
-        second epoch on) already trained on: f = 0 is feasible and every working step lowers
-        the objective below it, so this is never a result, only a step rule that failed (block
-        Newton steps on a kernel far narrower than the data: training R^2 -0.01 to -0.06,
-        issue 25). One-line error, as for a divergence."""
-        if (self.t > WATCH_AFTER and self.zero_avg and self.zero_avg > 1e-8
-                and self.obj_avg is not None and self.obj_avg > self.zero_avg):
-            raise _diverged(f"diverged or learned nothing by iteration {self.t}",
-                            f"average batch objective {self.obj_avg:.3g}, "
-                            f"{self.obj_avg / self.zero_avg:.3g} x that of f = 0")
+        run_loop(self, batches, n_iter, history, "DSG", on_step=on_step, watch=WATCH)
 
 
 class LocalRows:
@@ -606,9 +563,3 @@ class LocalRows:
     def updated(self, k: int, new: bool, factor: float) -> None:
         """Block k (``new`` or old) has its new value after a shrink by ``factor`` (spread rows
         send this to the workers' replicas)."""
-
-
-def _diverged(when: str, what: str) -> FloatingPointError:
-    """The one-line error of the divergence watch, naming the settings to change."""
-    return FloatingPointError(f"DSG {when} ({what}); set a smaller eta0, a larger t0, a larger "
-                              "bandwidth or reg, or precondition=False")
