@@ -62,7 +62,6 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import threadpoolctl
-
     from realdata import load_devdata_specs, prepared
 
     threadpoolctl.threadpool_limits(1)

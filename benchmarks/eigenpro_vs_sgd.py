@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from kernelscale.estimators.baselines import ExactKRRRegressor
+from kernelscale import ExactKRRRegressor
 from kernelscale.estimators.eigenpro import EigenProClassifier
 
 

@@ -155,7 +155,7 @@ def make_reference(name: str, task: str, n_rows: int = 0):
     from sklearn.dummy import DummyClassifier, DummyRegressor
     from sklearn.svm import SVC
 
-    from kernelscale.estimators.baselines import ExactKRRRegressor, ExactSVMClassifier
+    from kernelscale import ExactKRRRegressor, ExactSVMClassifier
 
     if name == "trivial":
         return DummyRegressor() if task == "regression" else DummyClassifier(strategy="most_frequent")

@@ -10,9 +10,7 @@ from scipy.optimize import minimize
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.svm import SVC
 
-from kernelscale.backend import DeviceError, gpu_available
-from kernelscale.engine import engine_context
-from kernelscale.estimators.baselines import (
+from kernelscale import (
     ExactKRRClassifier,
     ExactKRRRegressor,
     ExactSVMClassifier,
@@ -23,6 +21,8 @@ from kernelscale.estimators.baselines import (
     RFFSGDClassifier,
     RFFSGDRegressor,
 )
+from kernelscale.backend import DeviceError, gpu_available
+from kernelscale.engine import engine_context
 
 BW = 1.5
 
@@ -345,3 +345,20 @@ def test_device_gpu_model_predicts_on_a_host_without_gpu(make):
     np.testing.assert_array_equal(est.predict(X), out)
     with pytest.raises(DeviceError):
         est.fit(X, y)
+
+
+def test_models_pickled_under_the_former_module_still_load():
+    """The baselines had one module, ``estimators.baselines``; a model pickled then names it.
+    It still loads (the module re-exports each class from its own module) and predicts the same."""
+    from sklearn.datasets import make_classification
+
+    from kernelscale.estimators.nystrom import NystromRidgeClassifier
+
+    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
+    est = NystromRidgeClassifier(n_components=20, bandwidth=1.0, reg=1e-3, random_state=0).fit(X, y)
+    old = pickle.dumps(est, protocol=0).replace(b"kernelscale.estimators.nystrom",
+                                               b"kernelscale.estimators.baselines")
+    assert b"kernelscale.estimators.baselines" in old
+    back = pickle.loads(old)
+    assert type(back) is NystromRidgeClassifier
+    assert np.array_equal(back.predict(X), est.predict(X))

@@ -3,7 +3,7 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from kernelscale.estimators.baselines import (
+from kernelscale import (
     ExactKRRClassifier,
     ExactKRRRegressor,
     ExactSVMClassifier,

@@ -19,6 +19,11 @@ zarr = pytest.importorskip("zarr")
 
 from distributed import get_task_stream  # noqa: E402
 
+from kernelscale import (  # noqa: E402
+    NystromRidgeClassifier,
+    NystromRidgeRegressor,
+    RFFSGDClassifier,
+)
 from kernelscale.distributed import (  # noqa: E402
     client_for,
     current_client,
@@ -26,11 +31,6 @@ from kernelscale.distributed import (  # noqa: E402
     predict_chunked,
     sum_blocks,
     use_client,
-)
-from kernelscale.estimators.baselines import (  # noqa: E402
-    NystromRidgeClassifier,
-    NystromRidgeRegressor,
-    RFFSGDClassifier,
 )
 from kernelscale.estimators.dsg import DSGRegressor  # noqa: E402
 from kernelscale.estimators.random_binning import RBClassifier, RBRegressor  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import make_classification, make_friedman1, make_regression
 from sklearn.preprocessing import StandardScaler
 
-from kernelscale.estimators.baselines import (
+from kernelscale import (
     NORMAClassifier,
     NORMARegressor,
     PegasosClassifier,

@@ -80,7 +80,7 @@ def _score(est, X, y, task):
 def references(devdata):
     from sklearn.dummy import DummyClassifier, DummyRegressor
 
-    from kernelscale.estimators.baselines import ExactKRRRegressor, ExactSVMClassifier
+    from kernelscale import ExactKRRRegressor, ExactSVMClassifier
 
     out = {}
 
@@ -149,7 +149,7 @@ FASHION_TRAIN, FASHION_TEST = 5000, 2000
 def fashion(tmp_path_factory):
     """A seeded 5,000-row subsample of Fashion-MNIST's training set (784 pixels) and the first
     2,000 test rows, with SVC's error (C = 10 as reg = 0.1 / n, median bandwidth) on them."""
-    from kernelscale.estimators.baselines import ExactSVMClassifier
+    from kernelscale import ExactSVMClassifier
 
     specs = _specs()
     if FASHION not in specs:

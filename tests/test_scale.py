@@ -11,8 +11,8 @@ import textwrap
 import numpy as np
 import pytest
 
+from kernelscale import RFFSGDClassifier, RFFSGDRegressor
 from kernelscale.budget import MB, plan_window, row_bytes, window_rows_for
-from kernelscale.estimators.baselines import RFFSGDClassifier, RFFSGDRegressor
 from kernelscale.estimators.dsg import DSGRegressor
 from kernelscale.estimators.eigenpro import EigenProRegressor
 from kernelscale.io import open_zarr

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
 
-from kernelscale.estimators.baselines import (
+from kernelscale import (
     NORMAClassifier,
     NORMARegressor,
     PegasosClassifier,

@@ -14,11 +14,12 @@ _ESTIMATORS = {
     "kernelscale.estimators.dsg": ("DSGClassifier", "DSGRegressor", "DSGOneClass"),
     "kernelscale.estimators.random_binning": ("RBClassifier", "RBRegressor"),
     "kernelscale.estimators.eigenpro": ("EigenProClassifier", "EigenProRegressor"),
-    "kernelscale.estimators.baselines": (
-        "RFFSGDClassifier", "RFFSGDRegressor", "NystromRidgeClassifier", "NystromRidgeRegressor",
-        "ExactKRRClassifier", "ExactKRRRegressor", "ExactSVMClassifier", "ExactSVMRegressor",
-        "PegasosClassifier", "NORMAClassifier", "NORMARegressor",
-    ),
+    "kernelscale.estimators.rff_sgd": ("RFFSGDClassifier", "RFFSGDRegressor"),
+    "kernelscale.estimators.nystrom": ("NystromRidgeClassifier", "NystromRidgeRegressor"),
+    "kernelscale.estimators.exact": ("ExactKRRClassifier", "ExactKRRRegressor",
+                                     "ExactSVMClassifier", "ExactSVMRegressor"),
+    "kernelscale.estimators.pegasos": ("PegasosClassifier",),
+    "kernelscale.estimators.norma": ("NORMAClassifier", "NORMARegressor"),
 }
 _WHERE = {name: module for module, names in _ESTIMATORS.items() for name in names}
 

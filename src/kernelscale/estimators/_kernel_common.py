@@ -1,5 +1,7 @@
 """Pieces shared by the EigenPro and baseline estimators: kernel/bandwidth/device set-up, target
-coding for regressors and classifiers, chunked prediction through a solver's ``decision``."""
+coding for regressors and classifiers, chunked prediction through a solver's ``decision``, the
+losses they accept, the ridge of a summed-loss solve, the iterative estimators' training loop and
+the parameter texts several of them share."""
 
 from __future__ import annotations
 
@@ -11,14 +13,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import make_kernel, resolve_bandwidth
 from ..kernels.selection import select
+from ..losses import make_loss
 from ..rng import seed_from
-from ..solvers._common import predict_rows
+from ..solvers._common import Progress, predict_rows, run_loop
 from ._base import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype, reject_sparse
-from ._params import KernelscaleEstimator
+from ._params import KernelscaleEstimator, reg_and_ridge, steps
 from ._predict import LabelsFromScores, TargetsFromOutputs
 
-__all__ = ["KernelEstimatorBase", "RegressorTargets", "ClassifierTargets", "auto_kernel",
-           "exact_max_n", "n_features_rule", "reject_sparse"]
+__all__ = ["KernelEstimatorBase", "RegressorTargets", "ClassifierTargets", "IterativeMixin",
+           "auto_kernel", "check_loss", "ridge_alpha", "exact_max_n", "n_features_rule",
+           "reject_sparse", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES", "COMMON_KERNEL_DOC",
+           "VERBOSE_DOC"]
 
 
 def n_features_rule(n: int, value, floor: int = 1000) -> int:
@@ -134,3 +139,55 @@ class ClassifierTargets(LabelsFromScores):
         if len(self.classes_) == 2:  # one-hot binary: score of class 1 over class 0
             return F[:, 1] - F[:, 0]
         return F
+
+
+CLASSIFICATION_LOSSES = ("logistic", "hinge", "square", "squared_hinge")
+REGRESSION_LOSSES = ("square", "epsilon_insensitive", "huber")
+
+
+def check_loss(loss, allowed, who):
+    """The loss object for name ``loss``, or a one-line error naming ``who`` and the choices."""
+    if loss not in allowed:
+        raise ValueError(f"loss={loss!r} is not supported by {who}; choose one of {allowed}")
+    return make_loss(loss)
+
+
+def ridge_alpha(est, n: int) -> float:
+    """The ridge of a summed-loss solve, scikit-learn's KernelRidge alpha = n nu; sets ``reg_``
+    = nu (``_params.reg_and_ridge``)."""
+    est.reg_, alpha = reg_and_ridge(est.reg, n, getattr(est, "alpha_sel_", None))
+    return alpha
+
+
+# parameter texts several estimators share (numpydoc)
+COMMON_KERNEL_DOC = """kernel : str, default="gaussian"
+    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+    the rule behind each"); fitted: ``bandwidth_``."""
+VERBOSE_DOC = """verbose : int, default=0
+    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+    change the fitted model."""
+
+
+class IterativeMixin:
+    """``n_iter`` handling and the training loop over a BatchStream."""
+
+    iterative = True
+    _auto_epochs = 1  # n_iter="auto": this many passes over the data per fit
+
+    def _n_iter(self, batches_per_epoch: int) -> int:
+        self._validate_params()  # n_iter may change between warm-started fits
+        return steps(self.n_iter, batches_per_epoch, self._auto_epochs)
+
+    def _train(self, stream, batches, name, hint):
+        n_iter = self._n_iter(stream.batches_per_epoch)
+        progress = Progress(name, n_iter, getattr(self, "verbose", 0))
+        try:
+            run_loop(self.solver_, batches, n_iter, self.history_, name, on_step=progress,
+                     hint=hint)
+        finally:
+            progress.close()
+            stream.close()
+        self.n_iter_ = self.solver_.t

@@ -30,8 +30,8 @@ _RB = {
     "regression": "kernelscale.estimators.random_binning:RBRegressor",
 }
 _RFF = {
-    "classification": "kernelscale.estimators.baselines:RFFSGDClassifier",
-    "regression": "kernelscale.estimators.baselines:RFFSGDRegressor",
+    "classification": "kernelscale.estimators.rff_sgd:RFFSGDClassifier",
+    "regression": "kernelscale.estimators.rff_sgd:RFFSGDRegressor",
 }
 
 # Algorithms without a GPU path, and why (a `device: gpu` entry for them is a config error).
@@ -57,21 +57,21 @@ ALGORITHMS: dict[str, dict[str, str]] = {
     "rff_sgd": _RFF,
     "rff_svrg": _RFF,
     "nystrom": {
-        "classification": "kernelscale.estimators.baselines:NystromRidgeClassifier",
-        "regression": "kernelscale.estimators.baselines:NystromRidgeRegressor",
+        "classification": "kernelscale.estimators.nystrom:NystromRidgeClassifier",
+        "regression": "kernelscale.estimators.nystrom:NystromRidgeRegressor",
     },
     "exact_krr": {
-        "classification": "kernelscale.estimators.baselines:ExactKRRClassifier",
-        "regression": "kernelscale.estimators.baselines:ExactKRRRegressor",
+        "classification": "kernelscale.estimators.exact:ExactKRRClassifier",
+        "regression": "kernelscale.estimators.exact:ExactKRRRegressor",
     },
     "libsvm": {
-        "classification": "kernelscale.estimators.baselines:ExactSVMClassifier",
-        "regression": "kernelscale.estimators.baselines:ExactSVMRegressor",
+        "classification": "kernelscale.estimators.exact:ExactSVMClassifier",
+        "regression": "kernelscale.estimators.exact:ExactSVMRegressor",
     },
-    "pegasos": {"classification": "kernelscale.estimators.baselines:PegasosClassifier"},
+    "pegasos": {"classification": "kernelscale.estimators.pegasos:PegasosClassifier"},
     "norma": {
-        "classification": "kernelscale.estimators.baselines:NORMAClassifier",
-        "regression": "kernelscale.estimators.baselines:NORMARegressor",
+        "classification": "kernelscale.estimators.norma:NORMAClassifier",
+        "regression": "kernelscale.estimators.norma:NORMARegressor",
     },
 }
 
