@@ -327,7 +327,7 @@ def test_blocked_cholesky_names_a_matrix_that_is_not_positive_definite():
     from kernelscale.solvers.exact import cholesky_solve_inplace
 
     A = -np.eye(10)
-    with pytest.raises(np.linalg.LinAlgError, match="not positive definite.*increase alpha"):
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite.*increase reg"):
         cholesky_solve_inplace(A, np.ones(10), block=4)
 
 
@@ -362,3 +362,17 @@ def test_models_pickled_under_the_former_module_still_load():
     back = pickle.loads(old)
     assert type(back) is NystromRidgeClassifier
     assert np.array_equal(back.predict(X), est.predict(X))
+
+
+@pytest.mark.parametrize("cls,old", [("norma.NORMA", "lam"), ("pegasos.KernelPegasos", "lam"),
+                                     ("rff_sgd.RFFSGD", "alpha")])
+def test_solvers_pickled_with_the_former_name_of_nu_load_it_as_reg(cls, old):
+    """nu has one name in the solvers, ``reg``; a solver pickled when it was ``lam`` / ``alpha``
+    loads with its value under ``reg``."""
+    import importlib
+
+    module, name = cls.split(".")
+    solver_cls = getattr(importlib.import_module(f"kernelscale.solvers.{module}"), name)
+    solver = solver_cls.__new__(solver_cls)
+    solver.__setstate__({old: 0.25, "t": 3, "xp": None})
+    assert solver.reg == 0.25 and not hasattr(solver, old) and solver.t == 3

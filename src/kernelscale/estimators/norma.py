@@ -145,7 +145,7 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
             self.reg_ = reg_and_ridge(self.reg, int(X.shape[0]), self.alpha_sel_)[0]
             self.budget_ = self._budget(int(X.shape[0]), np.dtype(dtype).itemsize)
             self.solver_ = NORMA(self.kernel_, loss, self.n_features_in_, Y.shape[1],
-                                 lam=self.reg_, eta0=float(self.eta0),
+                                 reg=self.reg_, eta0=float(self.eta0),
                                  schedule=self.schedule, budget=self.budget_, xp=xp,
                                  dtype=dtype)
             self.history_ = {}

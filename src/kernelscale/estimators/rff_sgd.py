@@ -132,7 +132,7 @@ class _RFFSGDBase(IterativeMixin, KernelEstimatorBase):
             self.batch_size_ = min(int(self.batch_size), n)  # BatchStream caps it too
             per_epoch = -(-n // self.batch_size_)
             inner = per_epoch if self.svrg_inner == "epoch" else int(self.svrg_inner)
-            self.solver_ = RFFSGD(blocks, loss, Y.shape[1], alpha=self.reg_,
+            self.solver_ = RFFSGD(blocks, loss, Y.shape[1], reg=self.reg_,
                                   solver=self.solver, eta0=self.eta0, inner=inner,
                                   X_sample=RFFSGD.sample_rows(X, self.seed_), xp=xp,
                                   batch_size=self.batch_size_)

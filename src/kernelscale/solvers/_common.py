@@ -26,6 +26,8 @@ class DeviceState:
 
     _arrays: tuple[str, ...] = ()
     _children: tuple[str, ...] = ()
+    # attributes renamed since models were first pickled: old name -> new (nu is ``reg``)
+    _renamed: dict[str, str] = {}
     xp: ModuleType = np
 
     def to(self, xp: ModuleType):
@@ -53,6 +55,9 @@ class DeviceState:
         return state
 
     def __setstate__(self, state):
+        for old, new in self._renamed.items():
+            if old in state:
+                state[new] = state.pop(old)
         self.__dict__.update(state)
         self.xp = np
 

@@ -1,10 +1,10 @@
 """Exact kernel ridge regression by a direct solve (the reference solution of papers 002-004).
 
-    min_f  sum_i ||f(x_i) - y_i||^2 + alpha ||f||_H^2   =>   f = sum_i c_i k(x_i, .),
-    (K + alpha I) c = Y,
+    min_f  sum_i ||f(x_i) - y_i||^2 + ridge ||f||_H^2   =>   f = sum_i c_i k(x_i, .),
+    (K + ridge I) c = Y,
 
-the convention of scikit-learn's ``KernelRidge(alpha)`` (equivalently DSG's nu = alpha / n for the
-averaged objective (nu/2)||f||^2 + (1/2n) sum (f - y)^2). Needs the n x n kernel matrix: O(n^2)
+with ridge = n nu, scikit-learn's ``KernelRidge(alpha)``, for DSG's nu of the averaged objective
+(nu/2)||f||^2 + (1/2n) sum (f - y)^2. Needs the n x n kernel matrix: O(n^2)
 memory, O(n^3) time.
 """
 
@@ -41,8 +41,8 @@ def cholesky_solve_inplace(A: np.ndarray, Y: np.ndarray, block: int = BLOCK) -> 
             A[k:e, k:e] = scipy.linalg.cholesky(A[k:e, k:e], lower=True, check_finite=False)
         except np.linalg.LinAlgError:
             raise np.linalg.LinAlgError(
-                f"kernel matrix + alpha I is not positive definite (rows {k}-{e}); "
-                "increase alpha") from None
+                f"kernel matrix + ridge I is not positive definite (rows {k}-{e}); "
+                "increase reg") from None
         if e == n:
             break
         L11 = A[k:e, k:e]
@@ -81,12 +81,12 @@ class ExactKRR(DeviceState):
         self.X = X
         self.coef = None
 
-    def fit(self, Y, alpha: float):
-        """Solve (K + alpha I) c = Y for ``coef``: blocked in-place Cholesky on the CPU (one n x n
+    def fit(self, Y, ridge: float):
+        """Solve (K + ridge I) c = Y for ``coef``: blocked in-place Cholesky on the CPU (one n x n
         matrix in memory), ``xp.linalg.solve`` on the GPU."""
         xp = self.xp
         K = self.kernel(self.X)
-        K[xp.diag_indices(K.shape[0])] += alpha
+        K[xp.diag_indices(K.shape[0])] += ridge
         if xp is np:
             self.coef = cholesky_solve_inplace(K, np.asarray(Y))
         else:

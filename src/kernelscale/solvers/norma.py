@@ -1,9 +1,9 @@
 """NORMA (Kivinen, Smola & Williamson, IEEE TSP 2004): kernel SGD with a truncated expansion.
 
-    f_{t+1} = (1 - eta_t lam) f_t - (eta_t / m) sum_{i in batch} loss'(f_t(x_i), y_i) k(x_i, .)
+    f_{t+1} = (1 - eta_t reg) f_t - (eta_t / m) sum_{i in batch} loss'(f_t(x_i), y_i) k(x_i, .)
 
-Each step shrinks every old coefficient by (1 - eta_t lam), so a term added tau steps ago weighs at
-most prod (1 - eta lam) ~ exp(-lam sum eta): NORMA keeps only the newest ``budget`` terms (their
+Each step shrinks every old coefficient by (1 - eta_t reg), so a term added tau steps ago weighs at
+most prod (1 - eta reg) ~ exp(-reg sum eta): NORMA keeps only the newest ``budget`` terms (their
 truncation, §III), with a truncation error that decays geometrically in the budget. We store the
 terms in a ring buffer (centres and coefficients) and the common shrink factor as one scalar
 ``scale`` (f = scale * sum_j c_j k(x_j, .)), so a step costs O(m budget d), independent of t.
@@ -44,18 +44,20 @@ class NORMA(DeviceState):
     """NORMA state: a ring buffer of at most ``budget`` centres and coefficients and a common
     scale, f = scale * sum_j c_j k(x_j, .) (module docstring); ``step`` is one mini-batch update."""
 
+    _renamed = {"lam": "reg"}  # (pickled before nu had one name)
+
     _arrays = ("centers", "coef", "g_mean")
     # (class defaults: states pickled before these existed)
     log_shrink = 0.0
     born = None
     dropped_weight = 0.0
 
-    def __init__(self, kernel, loss, n_features: int, n_outputs: int, *, lam: float, eta0: float,
+    def __init__(self, kernel, loss, n_features: int, n_outputs: int, *, reg: float, eta0: float,
                  schedule: str, budget: int, xp: ModuleType, dtype):
         self.xp = xp
         self.kernel = kernel
         self.loss = loss
-        self.lam = float(lam)
+        self.reg = float(reg)
         self.eta0 = float(eta0)
         self.schedule = schedule
         self.budget = int(budget)
@@ -69,9 +71,9 @@ class NORMA(DeviceState):
         self.count = 0  # filled slots
         self.pos = 0  # next slot to overwrite (the oldest term once full)
         self.t = 0
-        # sum of log(1 - eta lam) so far, its value when each slot's term was added, and the
+        # sum of log(1 - eta reg) so far, its value when each slot's term was added, and the
         # largest weight (relative to a new term) of a term the ring has dropped: the
-        # truncation's cost, NORMA's (1 - eta lam)^tau (§III), measured
+        # truncation's cost, NORMA's (1 - eta reg)^tau (§III), measured
         self.log_shrink = 0.0
         self.born = np.zeros(self.budget)
         self.dropped_weight = 0.0
@@ -88,7 +90,7 @@ class NORMA(DeviceState):
         return self.scale * kernel_apply(self.kernel, A, self.centers[:c], self.coef[:c], self.xp)
 
     def step(self, Xb, Yb):
-        """One mini-batch NORMA step on (Xb, Yb): shrink by 1 - eta lam, store the batch's
+        """One mini-batch NORMA step on (Xb, Yb): shrink by 1 - eta reg, store the batch's
         non-zero-derivative points as new terms (oldest overwritten). Returns the record: batch
         objective before the step, the step, and ``after`` (the batch's loss after it, for
         ``run_loop``'s overshoot check)."""
@@ -100,12 +102,12 @@ class NORMA(DeviceState):
         if getattr(self, "center", False) and bool(active.any()):
             g = self._control_variate(g, active)
         eta = self.eta(self.t)
-        if self.lam > 0:
-            # clamp: eta lam <= 1/2 keeps the shrink factor 1 - eta lam in [1/2, 1] by
-            # construction (at eta lam >= 1 it would flip or zero f). At the defaults (eta0 = 0.5,
-            # lam = alpha / n with alpha <= 10) this binds only for n < 10.
-            eta = min(eta, 0.5 / self.lam)
-        shrink = 1.0 - eta * self.lam
+        if self.reg > 0:
+            # clamp: eta reg <= 1/2 keeps the shrink factor 1 - eta reg in [1/2, 1] by
+            # construction (at eta reg >= 1 it would flip or zero f). At the defaults (eta0 = 0.5,
+            # reg = alpha / n with alpha <= 10) this binds only for n < 10.
+            eta = min(eta, 0.5 / self.reg)
+        shrink = 1.0 - eta * self.reg
         self.scale *= shrink
         self.log_shrink += math.log(shrink)
         if self.scale < 1e-150:  # fold the scale back into the coefficients before underflow

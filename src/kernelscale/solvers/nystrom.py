@@ -5,13 +5,13 @@ Landmarks Z (m rows sampled without replacement with the model seed); K_ZZ = U d
 eigenvalues s_j > rcond * s_1, gives the feature map phi(x) = T^T k(Z, x), T = U_r diag(s_r)^{-1/2},
 whose inner products reproduce the Nyström kernel K_xZ K_ZZ^+ K_Zx. The ridge problem
 
-    min_w ||Phi w - Y||^2 + alpha ||w||^2            (alpha as in scikit-learn's KernelRidge)
+    min_w ||Phi w - Y||^2 + ridge ||w||^2            (ridge = n nu, scikit-learn's KernelRidge alpha)
 
 is solved through its r x r normal equations, accumulated over row chunks of X, so X is read
 chunk by chunk and never held. Under ``distributed.use_client`` (numpy backend) the chunks' products
 are computed on the dask cluster and added on the host in row order: the same sums as the local
 loop, bit for bit in float64. With m = n landmarks this is exact kernel ridge regression:
-Phi Phi^T = K, so the fit equals K (K + alpha I)^{-1} Y.
+Phi Phi^T = K, so the fit equals K (K + ridge I)^{-1} Y.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class NystromRidge(DeviceState):
         state.pop("_T", None)
         return state
 
-    def fit(self, X, Y, alpha: float, dtype, chunk_rows: int = 8192):
+    def fit(self, X, Y, ridge: float, dtype, chunk_rows: int = 8192):
         """Accumulate Phi^T Phi and Phi^T Y over chunks, solve the ridge system on the host."""
         xp = self.xp
         r = self.rank
@@ -66,7 +66,7 @@ class NystromRidge(DeviceState):
                 A += Phi.T @ Phi
                 B += Phi.T @ xp.asarray(Y[lo:lo + block.shape[0]], dtype=dtype)
         A_h = to_numpy(A).astype(np.float64)
-        A_h[np.diag_indices(r)] += alpha
+        A_h[np.diag_indices(r)] += ridge
         w = scipy.linalg.solve(A_h, to_numpy(B).astype(np.float64), assume_a="pos")
         # f = sum_j c_j k(z_j, .) with c = T w: prediction is one kernel product with Z
         self.coef = self._T @ xp.asarray(w, dtype=dtype)

@@ -33,19 +33,19 @@ import numpy as np
 from ..distributed import current_client, n_threads
 
 
-def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=None, xp=np,
+def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=None, xp=np,
              jacobi: bool = False, ZT=None, spread=None):
-    """Solve (Z^T Z + reg I) W = B column by column with CG.
+    """Solve (Z^T Z + ridge I) W = B column by column with CG.
 
     Parameters
     ----------
     Z : (N, D) CSR matrix (scipy or cupyx) of the features.
     B : (D, C) right-hand sides (usually Z^T Y) in namespace ``xp``.
-    reg : lambda > 0.
+    ridge : n nu > 0 (the summed-loss ridge, ``estimators._params.reg_and_ridge``).
     tol : stop a column when ||r||/||b|| <= tol (the paper uses 1e-3).
     max_iter : CG iterations at most.
     W0 : optional (D, C) starting point.
-    jacobi : precondition with (diag(Z^T Z) + reg)^-1.
+    jacobi : precondition with (diag(Z^T Z) + ridge)^-1.
     spread : a ``distributed_rb.SpreadRB`` holding Z's row blocks on dask workers (Z is then
         None): the products and Jacobi's diagonal are sums over its blocks.
 
@@ -54,18 +54,18 @@ def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=No
     W : (D, C) solution; history : dict with ``iter``, ``time`` and ``residual`` (the largest relative
     residual over columns) per iteration; converged : bool.
     """
-    if reg <= 0:
-        raise ValueError(f"reg={reg!r} must be > 0 for the ridge CG solver")
+    if ridge <= 0:
+        raise ValueError(f"ridge={ridge!r} must be > 0 for the ridge CG solver")
     # default: a CSC view of Z's arrays, no copy (the GPU path passes its own, see _rowwise_csr)
     ZT = Z.T if ZT is None and Z is not None else ZT
     if jacobi and spread is not None:
-        Minv = (1.0 / (spread.diag() + reg))[:, None]
+        Minv = (1.0 / (spread.diag() + ridge))[:, None]
     elif jacobi:
         Z2 = ZT.copy()  # squared entries via .data: works for scipy and cupyx matrices alike
         Z2.data **= 2
         diag = xp.asarray(Z2.sum(axis=1)).ravel()
         del Z2
-        Minv = (1.0 / (diag + reg))[:, None]
+        Minv = (1.0 / (diag + ridge))[:, None]
     else:
         Minv = 1.0
 
@@ -80,7 +80,7 @@ def ridge_cg(Z, B, reg: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=No
             return ZT @ (Z @ P)
 
     def apply(P):
-        return normal(P) + reg * P
+        return normal(P) + ridge * P
 
     try:
         W = xp.zeros_like(B) if W0 is None else W0.copy()

@@ -3,19 +3,19 @@
 Model u(x) = W^T phi(x), phi from one ``FourierBlocks`` block of D features (Rahimi & Recht 2007;
 the "RF + SGD" baseline of papers 003/004). Objective
 
-    F(W) = (1/n) sum_i loss(W^T phi(x_i), y_i) + (alpha/2) ||W||_F^2.
+    F(W) = (1/n) sum_i loss(W^T phi(x_i), y_i) + (reg/2) ||W||_F^2.
 
-* SGD: W -= eta_t (Phi_B^T loss'(Phi_B W, Y_B) / m + alpha W), eta_t = eta0 / (1 + alpha eta0 t)
-  (Bottou's schedule for a strongly convex objective; constant when alpha = 0).
+* SGD: W -= eta_t (Phi_B^T loss'(Phi_B W, Y_B) / m + reg W), eta_t = eta0 / (1 + reg eta0 t)
+  (Bottou's schedule for a strongly convex objective; constant when reg = 0).
 * SVRG (Johnson & Zhang, NIPS 2013, Alg. 1 with option I): every ``inner`` steps a snapshot W~ and
   its full gradient mu = grad F(W~) (one chunked pass over X); in between
   W -= eta (g_B(W) - g_B(W~) + mu), constant eta. The snapshot falls at fixed iteration numbers,
   so warm-started segments reproduce one long run.
 eta0 = "auto": the largest stable mini-batch step of EigenPro's analysis (paper 004, §4, (S1) in
-``preconditioners``) for curvature L: eta = m / (L (beta + (m - 1) lambda_1) + m alpha), beta =
+``preconditioners``) for curvature L: eta = m / (L (beta + (m - 1) lambda_1) + m reg), beta =
 max ||phi(x)||^2 and lambda_1 the top eigenvalue of the feature covariance, both on a subsample,
 L the curvature bound of the loss (1 square and hinge, 1/4 logistic). For m = 1 it is the
-single-sample step 1 / (L beta + alpha) that no sample can overshoot; for a batch it grows
+single-sample step 1 / (L beta + reg) that no sample can overshoot; for a batch it grows
 ~linearly in m until m ~ beta / lambda_1 (1 / (L beta) alone would ignore the batch and step
 up to m times shorter than the batch allows).
 """
@@ -35,14 +35,16 @@ class RFFSGD(DeviceState):
     """Linear model W (D x C) on one block of D random Fourier features, trained by SGD or SVRG
     (module docstring); ``data`` holds (X, Y) during a fit for SVRG's full gradient."""
 
+    _renamed = {"alpha": "reg"}  # (pickled before nu had one name)
+
     _arrays = ("w", "w_snap", "mu")
 
-    def __init__(self, blocks, loss, n_outputs: int, *, alpha: float, solver: str, eta0,
+    def __init__(self, blocks, loss, n_outputs: int, *, reg: float, solver: str, eta0,
                  inner: int, X_sample, xp: ModuleType, batch_size: int = 1):
         self.xp = xp
         self.blocks = blocks
         self.loss = loss
-        self.alpha = float(alpha)
+        self.reg = float(reg)
         self.solver = solver
         self.inner = int(inner)
         phi = blocks.features(xp.asarray(X_sample, dtype=blocks.dtype), 0)
@@ -51,13 +53,13 @@ class RFFSGD(DeviceState):
         self.lambda_1 = s_top / phi.shape[0]
         L = CURVATURE.get(loss.name, 1.0)
         m = max(1, int(batch_size))
-        self.eta0 = (m / (L * (self.beta + (m - 1) * self.lambda_1) + m * self.alpha)
+        self.eta0 = (m / (L * (self.beta + (m - 1) * self.lambda_1) + m * self.reg)
                      if eta0 == "auto" else float(eta0))
-        # The step shrinks W by 1 - eta alpha. "auto" gives eta0 alpha = m alpha / (L (beta +
-        # (m - 1) lambda_1) + m alpha) < 1 by construction; a given eta0 is clamped to 1 / (2
-        # alpha) so that the factor stays in [1/2, 1] (eta_t <= eta0 for both SGD and SVRG).
-        if eta0 != "auto" and self.alpha > 0:
-            self.eta0 = min(self.eta0, 0.5 / self.alpha)
+        # The step shrinks W by 1 - eta reg. "auto" gives eta0 reg = m reg / (L (beta +
+        # (m - 1) lambda_1) + m reg) < 1 by construction; a given eta0 is clamped to 1 / (2
+        # reg) so that the factor stays in [1/2, 1] (eta_t <= eta0 for both SGD and SVRG).
+        if eta0 != "auto" and self.reg > 0:
+            self.eta0 = min(self.eta0, 0.5 / self.reg)
         self.w = xp.zeros((blocks.F, int(n_outputs)), dtype=blocks.dtype)
         self.w_snap = None
         self.mu = None
@@ -85,8 +87,8 @@ class RFFSGD(DeviceState):
         """Mini-batch gradient of F at w and the batch loss."""
         u = Phi @ w
         g = Phi.T @ self.loss.deriv(u, Y) / Phi.shape[0]
-        if self.alpha:
-            g = g + self.alpha * w
+        if self.reg:
+            g = g + self.reg * w
         return g, u
 
     def full_gradient(self, w, chunk_rows: int = 8192):
@@ -100,7 +102,7 @@ class RFFSGD(DeviceState):
             Phi = self.blocks.features(xp.asarray(block, dtype=self.blocks.dtype), 0)
             Yc = xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype)
             g += Phi.T @ self.loss.deriv(Phi @ w, Yc)
-        return g / n + self.alpha * w
+        return g / n + self.reg * w
 
     def objective(self, chunk_rows: int = 8192) -> float:
         """F(W) over the training rows (chunked)."""
@@ -111,10 +113,10 @@ class RFFSGD(DeviceState):
             Phi = self.blocks.features(xp.asarray(block, dtype=self.blocks.dtype), 0)
             Yc = xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype)
             total += float(self.loss.value(Phi @ self.w, Yc).sum())
-        return total / int(X.shape[0]) + 0.5 * self.alpha * float((self.w * self.w).sum())
+        return total / int(X.shape[0]) + 0.5 * self.reg * float((self.w * self.w).sum())
 
     def step(self, Xb, Yb=None):
-        """One SGD step (eta_t = eta0 / (1 + alpha eta0 t)) or SVRG step (a new snapshot every
+        """One SGD step (eta_t = eta0 / (1 + reg eta0 t)) or SVRG step (a new snapshot every
         ``inner`` steps) on batch (Xb, Yb); returns the record: batch objective before the step and
         the step size. ``Xb`` alone: the batch's rows are spread over dask workers
         (``distributed_rff.SpreadRFFRows``), which return the row sums of the step."""
@@ -122,7 +124,7 @@ class RFFSGD(DeviceState):
             return self._step_spread(Xb)
         Phi = self.blocks.features(Xb, 0)
         if self.solver == "sgd":
-            eta = self.eta0 / (1.0 + self.alpha * self.eta0 * self.t)
+            eta = self.eta0 / (1.0 + self.reg * self.eta0 * self.t)
             g, u = self._grad(Phi, Yb, self.w)
         else:
             if self.t % self.inner == 0:  # new snapshot at fixed iteration numbers
@@ -143,23 +145,23 @@ class RFFSGD(DeviceState):
         of numbers, summed in another order."""
         xp = self.xp
         if self.solver == "sgd":
-            eta = self.eta0 / (1.0 + self.alpha * self.eta0 * self.t)
+            eta = self.eta0 / (1.0 + self.reg * self.eta0 * self.t)
             G, loss_sum, m, _ = rows.gradient(self.w, None)
             g = xp.asarray(G) / m
-            if self.alpha:
-                g = g + self.alpha * self.w
+            if self.reg:
+                g = g + self.reg * self.w
         else:
             if self.t % self.inner == 0:  # new snapshot at fixed iteration numbers
                 self.w_snap = self.w.copy()
                 total, n = rows.full_gradient(self.w_snap)
-                self.mu = xp.asarray(total) / n + self.alpha * self.w_snap
+                self.mu = xp.asarray(total) / n + self.reg * self.w_snap
             eta = self.eta0
             G, loss_sum, m, G_snap = rows.gradient(self.w, self.w_snap)
             g = xp.asarray(G) / m
             g_snap = xp.asarray(G_snap) / m
-            if self.alpha:
-                g = g + self.alpha * self.w
-                g_snap = g_snap + self.alpha * self.w_snap
+            if self.reg:
+                g = g + self.reg * self.w
+                g_snap = g_snap + self.reg * self.w_snap
             g = g - g_snap + self.mu
         self.w -= eta * g
         return {"objective": float(loss_sum / m), "step": eta}
