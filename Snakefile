@@ -1,6 +1,8 @@
 # kernelscale pipeline: download -> prepare -> train (one job per dataset x algorithm x seed)
 # -> MLflow import -> tables, plots, report. Rules only name files and resources and call the
-# `kernelscale` CLI; logic lives in src/kernelscale/pipeline (plan.py for the config).
+# `kernelscale` CLI; logic lives in src/kernelscale/pipeline: configuration.py (loading and
+# checks), runs.py (the run matrix, resources), provenance.py (job environment, git, config hash),
+# recovery.py (locks, damaged data, failed-job lines).
 import sys
 from pathlib import Path
 
@@ -9,7 +11,7 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from kernelscale.pipeline import plan  # noqa: E402
+from kernelscale.pipeline import configuration, provenance, recovery, runs  # noqa: E402
 
 
 # `--configfile FILE` is the whole configuration; config.yaml is only the default (Snakemake
@@ -19,7 +21,7 @@ from kernelscale.pipeline import plan  # noqa: E402
 # is read by Snakemake before this runs: `make run CONFIG=FILE` checks it first (Makefile).
 if not workflow.overwrite_configfiles:
     try:
-        plan.load_config_checked("config.yaml")
+        configuration.load_config_checked("config.yaml")
     except ValueError as e:
         sys.exit(str(e))
 
@@ -30,12 +32,12 @@ report: "workflow/report/workflow.rst"
 
 
 # errors name the file holding the key (several --configfile are merged into one config)
-plan.set_config_files(workflow.configfiles, workflow.overwrite_configfiles)
+configuration.set_config_files(workflow.configfiles, workflow.overwrite_configfiles)
 try:
     validate(config, "workflow/schemas/config.schema.yaml")
 except Exception as e:  # one line naming the key instead of the validator's dump
-    sys.exit(plan.schema_error_line(e))
-_errors = plan.semantic_errors(config)
+    sys.exit(configuration.schema_error_line(e))
+_errors = configuration.semantic_errors(config)
 if _errors:  # one line per problem, each naming its key
     sys.exit("\n".join(_errors))
 
@@ -43,8 +45,8 @@ if _errors:  # one line per problem, each naming its key
 # otherwise refuse the whole DAG, the runs on every other dataset included. (A checksum still
 # TODO-verify-on-first-download blocks nothing: its download trusts and pins the first copy.)
 try:
-    _SKIPPED = plan.skip_missing_datasets(config)
-except plan.ConfigError as e:
+    _SKIPPED = configuration.skip_missing_datasets(config)
+except configuration.ConfigError as e:
     sys.exit(str(e))
 if workflow.is_main_process:
     for _line in _SKIPPED:
@@ -52,7 +54,7 @@ if workflow.is_main_process:
 # A read-only results/ (or MLflow file, download cache) stops here in one line, before any job
 # writes anything; Snakemake would stop with ~30 lines while building the DAG or when a job starts.
 if workflow.is_main_process:
-    _line = plan.unwritable_output_line(config, Path.cwd())
+    _line = recovery.unwritable_output_line(config, Path.cwd())
     if _line:
         sys.exit(_line)
 
@@ -60,17 +62,17 @@ if workflow.is_main_process:
 # LockException: drop it when no snakemake works here (jobs of a rerun then resume from their
 # checkpoints; `rerun-incomplete` is set in profiles/default, which Snakemake reads by itself).
 if workflow.is_main_process:
-    plan.clear_stale_locks(Path.cwd())
+    recovery.clear_stale_locks(Path.cwd())
 
 # A prepared dataset with a missing or changed chunk file (checked against its meta.json) is
 # moved aside here, so that its meta.json, prepare's output, is missing: `all` asks for it, so
 # prepare re-runs, and the jobs after it re-run as their input is newer. One line per dataset.
 if workflow.is_main_process:
-    plan.set_aside_damaged_data(config, Path.cwd())
+    recovery.set_aside_damaged_data(config, Path.cwd())
 
-TRACKING = plan.tracking(config)
-plan.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
-plan.provenance_environment(config, workflow.basedir)  # git commit, config hash -> MLflow tags
+TRACKING = configuration.tracking(config)
+provenance.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))
+provenance.provenance_environment(config, workflow.basedir)  # git commit, config hash -> MLflow tags
 
 
 wildcard_constraints:
@@ -81,14 +83,14 @@ wildcard_constraints:
 
 onsuccess:
     # what the user still has to do, where the console ends: skipped data, hashes to paste
-    for _line in _SKIPPED + plan.unverified_checksum_lines(config):
+    for _line in _SKIPPED + configuration.unverified_checksum_lines(config):
         print(_line, file=sys.stderr)
 
 
 onerror:
     # one line per failed job (its log's error line) at the end of the console output
-    for _line in (plan.failed_job_lines(log) + _SKIPPED
-                  + plan.unverified_checksum_lines(config)):
+    for _line in (recovery.failed_job_lines(log) + _SKIPPED
+                  + configuration.unverified_checksum_lines(config)):
         print(_line, file=sys.stderr)
 
 
@@ -109,9 +111,9 @@ rule all:
         "results/tables/wide.csv",
         expand(
             "results/plots/{dataset}/{kind}.png",
-            dataset=plan.run_datasets(config),
+            dataset=runs.run_datasets(config),
             kind=["metric_vs_time", "objective_vs_time"],
         ),
         # the prepared data themselves: Snakemake re-creates a missing intermediate file only
         # when a job that needs it runs (a dataset moved aside above must be asked for)
-        expand("results/data/{dataset}/meta.json", dataset=plan.run_datasets(config)),
+        expand("results/data/{dataset}/meta.json", dataset=runs.run_datasets(config)),

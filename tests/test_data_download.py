@@ -226,7 +226,7 @@ def test_unknown_checksum_refused_in_one_line_when_required(server, tmp_path, mo
 def test_unverified_files_are_listed_for_the_closing_lines(server, tmp_path, monkeypatch):
     """The pipeline's end-of-run lines name each pinned file's key and sha256, only for the
     datasets its runs use and only while the config still says TODO."""
-    from kernelscale.pipeline import plan
+    from kernelscale.pipeline import configuration
     from kernelscale.pipeline.data.download import REQUIRE_ENV
 
     monkeypatch.delenv(REQUIRE_ENV, raising=False)
@@ -239,11 +239,11 @@ def test_unverified_files_are_listed_for_the_closing_lines(server, tmp_path, mon
     download_dataset("toy", spec, cache)
     config = {"datasets": {"toy": spec, "other": {**spec, "url": f"{base}/k.txt"}},
               "experiments": [{"datasets": ["toy"], "algorithms": ["dsg"]}]}
-    [line] = plan.unverified_checksum_lines(config, cache)
+    [line] = configuration.unverified_checksum_lines(config, cache)
     assert "datasets.toy.sha256 is not filled in" in line and digest in line
     # a copy put in the cache by hand (no download job ran, no pin): said, not hashed
     (cache / "toy" / "t.txt.sha256").unlink()
-    [line] = plan.unverified_checksum_lines(config, cache)
+    [line] = configuration.unverified_checksum_lines(config, cache)
     assert "put there by hand" in line and "sha256sum" in line
     spec["sha256"] = digest  # pasted: nothing left to say
-    assert plan.unverified_checksum_lines(config, cache) == []
+    assert configuration.unverified_checksum_lines(config, cache) == []

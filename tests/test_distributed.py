@@ -294,7 +294,7 @@ def test_config_dask_section_to_job_environment(tmp_path, monkeypatch):
 
     from kernelscale.distributed import SCHEDULER_ENV, SLURM_ENV, WORKERS_ENV, environment
     from kernelscale.pipeline.cli import build_parser, main
-    from kernelscale.pipeline.plan import job_environment
+    from kernelscale.pipeline.provenance import job_environment
 
     unset = {SCHEDULER_ENV: None, WORKERS_ENV: None, SLURM_ENV: None}
     assert environment(None) == environment({"scheduler": None, "n_workers": 2}) == unset

@@ -154,7 +154,7 @@ def test_make_report_takes_the_reproduce_figures(tmp_path):
     import matplotlib.image
     import numpy as np
 
-    from kernelscale.pipeline import plan
+    from kernelscale.pipeline import runs
     from test_workflow_pipeline import TINY, make_workdir
 
     workdir, env = make_workdir(tmp_path, TINY)
@@ -177,7 +177,7 @@ def test_make_report_takes_the_reproduce_figures(tmp_path):
     assert planned() == []  # nothing reproduced: the default target, as before
     out = workdir / "results" / "reproduce"
     out.mkdir(parents=True)
-    claims = plan.reproduce_claims(ROOT / "config" / "reproduce.yaml")
+    claims = runs.reproduce_claims(ROOT / "config" / "reproduce.yaml")
     assert len(claims) >= 5
     for claim in claims:
         matplotlib.image.imsave(out / f"{claim}.png", np.zeros((4, 4, 3)))

@@ -1,4 +1,5 @@
-"""kernelscale.pipeline.plan: the config checks and the run list the Snakefile uses."""
+"""kernelscale.pipeline.{configuration,runs,provenance,recovery}: the config checks, the run list and
+the run-time helpers the Snakefile uses."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from kernelscale.pipeline import plan, registry
+from kernelscale.pipeline import configuration, provenance, recovery, registry, runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,33 +27,33 @@ BASE = {
 
 
 def test_runs_are_the_union_without_duplicates():
-    assert plan.runs(BASE) == [("a", "dsg", 0), ("a", "dsg", 1), ("r", "dsg", 0),
+    assert runs.runs(BASE) == [("a", "dsg", 0), ("a", "dsg", 1), ("r", "dsg", 0),
                                    ("r", "dsg", 1), ("a", "big", 1)]
-    assert plan.run_datasets(BASE) == ["a", "r"]
-    assert plan.final_files(BASE, "r") == ["results/runs/r/dsg/seed0/final.json",
+    assert runs.run_datasets(BASE) == ["a", "r"]
+    assert runs.final_files(BASE, "r") == ["results/runs/r/dsg/seed0/final.json",
                                                 "results/runs/r/dsg/seed1/final.json"]
 
 
 def test_specs_and_resources():
-    spec = json.loads(plan.algorithm_spec_json(BASE, "dsg"))
+    spec = json.loads(runs.algorithm_spec_json(BASE, "dsg"))
     assert spec == {"estimator": "dsg", "params": {"n_iter": 5}, "device": "cpu", "segments": 10,
                     "step_test_rows": 10000}
-    assert plan.train_resources(BASE, "dsg") == {"threads": 1, "mem_mb": 2000,
+    assert runs.train_resources(BASE, "dsg") == {"threads": 1, "mem_mb": 2000,
                                                      "runtime": 60, "gpu": 0}
-    res = plan.train_resources({**BASE, "resources": {"train": {"runtime": 5}}}, "big")
+    res = runs.train_resources({**BASE, "resources": {"train": {"runtime": 5}}}, "big")
     assert res == {"threads": 4, "mem_mb": 9000, "runtime": 5, "gpu": 1}
-    assert plan.conda_env(BASE, "big", "/w").endswith("envs/gpu.yaml")
-    assert plan.tracking({}) == {"uri": "sqlite:///results/mlflow.db",
+    assert provenance.conda_env(BASE, "big", "/w").endswith("envs/gpu.yaml")
+    assert configuration.tracking({}) == {"uri": "sqlite:///results/mlflow.db",
                                      "experiment": "kernelscale"}
 
 
 def test_semantic_errors_name_the_key():
-    assert plan.semantic_errors(BASE) == []
+    assert configuration.semantic_errors(BASE) == []
     c = copy.deepcopy(BASE)
     c["experiments"][0]["datasets"].append("zz")
     c["experiments"][1]["algorithms"].append("yy")
     c["algorithms"]["dsg"]["estimator"] = "nope"
-    errs = plan.semantic_errors(c)
+    errs = configuration.semantic_errors(c)
     assert all("\n" not in e for e in errs)
     assert any(e.startswith("config.yaml: experiments.0.datasets: unknown dataset 'zz'")
                for e in errs)
@@ -60,8 +61,8 @@ def test_semantic_errors_name_the_key():
                for e in errs)
     assert any(e.startswith("config.yaml: algorithms.dsg.estimator: unknown estimator 'nope'")
                for e in errs)
-    with pytest.raises(plan.ConfigError):
-        plan.check(c)
+    with pytest.raises(configuration.ConfigError):
+        configuration.check(c)
 
 
 def test_schema_error_line():
@@ -71,7 +72,7 @@ def test_schema_error_line():
     bad["algorithms"]["dsg"]["device"] = "tpu"
     with pytest.raises(jsonschema.ValidationError) as e:
         jsonschema.validate(bad, schema)
-    line = plan.schema_error_line(RuntimeError("wrapped", e.value))
+    line = configuration.schema_error_line(RuntimeError("wrapped", e.value))
     assert line.startswith("config.yaml: algorithms.dsg.device: 'tpu' is not one of")
     assert "\n" not in line
 
@@ -82,10 +83,10 @@ def test_shipped_config_is_valid_and_runs_every_registered_algorithm(capsys):
     assert main(["check-config", str(ROOT / "config.yaml"), "--schema",
                  str(ROOT / "workflow/schemas/config.schema.yaml")]) == 0
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    used = {config["algorithms"][a]["estimator"] for _, a, _ in plan.runs(config)}
+    used = {config["algorithms"][a]["estimator"] for _, a, _ in runs.runs(config)}
     shipped = {n for n in registry.ALGORITHMS if n not in ("standin", "oneshot")}  # test stand-ins
     assert shipped <= used, f"registered but not in the default experiment: {shipped - used}"
-    assert len(plan.run_datasets(config)) >= 3
+    assert len(runs.run_datasets(config)) >= 3
 
 
 def test_check_config_cli_reports_one_line(tmp_path, capsys):
@@ -113,15 +114,15 @@ def test_check_config_merges_files_and_names_the_one_with_the_mistake(tmp_path, 
     b.write_text(yaml.safe_dump({"algorithms": {"dsg": {"device": "cpu"}}}))
     assert main(["check-config", str(a), str(b), "--schema", schema]) == 0
     assert capsys.readouterr().out.strip() == f"{a} + {b}: ok"
-    plan.set_config_files([])
+    configuration.set_config_files([])
 
 
 def test_bench_target_passes_the_config_to_the_harness(tmp_path):
     import subprocess
     import sys
 
-    assert plan.bench_args({}) == ""
-    assert plan.bench_args({"bench": {"sections": ["blocks", "memory"], "quick": True,
+    assert runs.bench_args({}) == ""
+    assert runs.bench_args({"bench": {"sections": ["blocks", "memory"], "quick": True,
                                           "huge": False, "n_train": 20000}}) == \
         "--sections blocks memory --n-train 20000 --quick"
     from kernelscale.pipeline.cli import main
@@ -151,18 +152,18 @@ def test_todo_checksums_block_no_experiment():
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     papers = yaml.safe_load((ROOT / "config" / "papers.yaml").read_text())
     update_config(config, papers)
-    plan.set_config_files(["config.yaml"], ["config.yaml", "config/papers.yaml"])
+    configuration.set_config_files(["config.yaml"], ["config.yaml", "config/papers.yaml"])
     try:
-        assert plan.semantic_errors(config) == []
+        assert configuration.semantic_errors(config) == []
         todo = next(n for n, s in papers["datasets"].items()
                     if "TODO" in str(s.get("sha256", "")))
         config["experiments"].append({"datasets": [todo], "algorithms": ["dsg"], "seeds": [0]})
-        assert plan.semantic_errors(config) == []
+        assert configuration.semantic_errors(config) == []
         config["datasets"][todo]["sha256"] = "TODO"  # anything else is still an error
-        [line] = plan.semantic_errors(config)
+        [line] = configuration.semantic_errors(config)
         assert line.startswith(f"config/papers.yaml: datasets.{todo}.sha256: must be 64 hex")
     finally:
-        plan.set_config_files([])
+        configuration.set_config_files([])
 
 
 def test_missing_local_files_skip_only_their_runs(tmp_path, monkeypatch):
@@ -176,19 +177,19 @@ def test_missing_local_files_skip_only_their_runs(tmp_path, monkeypatch):
                                  "format": "npz"}
     config["datasets"]["ok"] = {"task": "binary", "path": "here.npz", "format": "npz"}
     config["experiments"][0]["datasets"] += ["lic", "ok"]
-    assert plan.missing_local_files(config) == {}
+    assert runs.missing_local_files(config) == {}
     assert any("datasets.lic.path: gone.npz: no such file" in e
-               for e in plan.missing_file_errors(config, tmp_path))
+               for e in configuration.missing_file_errors(config, tmp_path))
     config["datasets"]["lic"]["optional"] = True
-    assert plan.missing_file_errors(config, tmp_path) == []
-    assert plan.missing_local_files(config) == {"lic": ["gone.npz"]}
-    [line] = plan.skip_missing_datasets(config)
+    assert configuration.missing_file_errors(config, tmp_path) == []
+    assert runs.missing_local_files(config) == {"lic": ["gone.npz"]}
+    [line] = configuration.skip_missing_datasets(config)
     assert "datasets.lic: gone.npz not found; its 2 run(s) are skipped" in line
-    assert "lic" not in plan.run_datasets(config) and "ok" in plan.run_datasets(config)
-    assert plan.skip_missing_datasets(config) == []
+    assert "lic" not in runs.run_datasets(config) and "ok" in runs.run_datasets(config)
+    assert configuration.skip_missing_datasets(config) == []
     only = {**config, "experiments": [{"datasets": ["lic"], "algorithms": ["dsg"]}]}
-    with pytest.raises(plan.ConfigError, match="no run left to do"):
-        plan.skip_missing_datasets(only)
+    with pytest.raises(configuration.ConfigError, match="no run left to do"):
+        configuration.skip_missing_datasets(only)
 
 
 def test_paper_configs_build_their_dag():
@@ -216,20 +217,20 @@ def test_errors_name_the_config_file_holding_the_key(tmp_path):
     (tmp_path / "b.yaml").write_text(yaml.safe_dump(
         {"algorithms": {"dsg": {"estimator": "nope"}}}))
     a, b = str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")
-    plan.set_config_files([a], [a, b])
+    configuration.set_config_files([a], [a, b])
     try:
         config = copy.deepcopy(BASE)
         config["algorithms"]["dsg"]["estimator"] = "nope"  # as Snakemake merges b over a
-        errors = plan.semantic_errors(config)
+        errors = configuration.semantic_errors(config)
         assert len(errors) == 1 and errors[0].startswith(
             f"{b}: algorithms.dsg.estimator: unknown estimator 'nope'")
-        assert plan.config_file_of(("experiments", 0, "datasets")) == a
+        assert configuration.config_file_of(("experiments", 0, "datasets")) == a
         # the Snakefile's own config.yaml loses to --configfile files holding the same key
-        plan.set_config_files([a, b], [b])
-        assert plan.config_file_of(("algorithms", "dsg")) == b
+        configuration.set_config_files([a, b], [b])
+        assert configuration.config_file_of(("algorithms", "dsg")) == b
     finally:
-        plan.set_config_files([])
-    assert plan.config_file_of(("algorithms",)) == "config.yaml"
+        configuration.set_config_files([])
+    assert configuration.config_file_of(("algorithms",)) == "config.yaml"
 
 
 def test_failed_job_lines(tmp_path):
@@ -247,10 +248,10 @@ Error in rule train:
     shell:
         python -m kernelscale.pipeline.cli train --spec '{{"a": 1}}' > {log} 2>&1
 """)
-    assert plan.failed_job_lines([smk_log]) == [
+    assert recovery.failed_job_lines([smk_log]) == [
         "failed: rule train (x/dsg; config algorithms.dsg in config.yaml): kernelscale train: "
         f"error: ValueError: bad thing [log: {log}]"]
-    assert plan.failed_job_lines(tmp_path / "missing.log") == []
+    assert recovery.failed_job_lines(tmp_path / "missing.log") == []
 
 
 @pytest.mark.parametrize("paper", ["dsg", "rb", "eigenpro"])
@@ -274,15 +275,15 @@ def test_shared_params_give_every_run_algorithm_one_objective(tmp_path):
     config["algorithms"]["rff"] = {"estimator": "rff_sgd", "params": {"reg": 3e-4}}
     config["algorithms"]["ep"] = {"estimator": "eigenpro"}
     config["experiments"].append({"datasets": ["r"], "algorithms": ["rff"]})
-    assert plan.algorithm_spec(config, "dsg")["params"] == {"reg": 1e-5, "n_iter": 5}
-    assert plan.algorithm_spec(config, "rff")["params"] == {"reg": 3e-4}
-    assert plan.semantic_errors(config) == []  # "ep" is not run: nothing to give it
+    assert runs.algorithm_spec(config, "dsg")["params"] == {"reg": 1e-5, "n_iter": 5}
+    assert runs.algorithm_spec(config, "rff")["params"] == {"reg": 3e-4}
+    assert configuration.semantic_errors(config) == []  # "ep" is not run: nothing to give it
     config["experiments"].append({"datasets": ["r"], "algorithms": ["ep"]})
-    [line] = plan.semantic_errors(config)
+    [line] = configuration.semantic_errors(config)
     assert line.startswith("config.yaml: params.reg (shared, given to algorithms.ep): "
                            "unknown parameter for eigenpro")
     config["params"] = {"alpha": 1.0}
-    lines = plan.semantic_errors(config)
+    lines = configuration.semantic_errors(config)
     assert lines and all("params.alpha (shared" in ln and "is now 'reg'" in ln for ln in lines)
 
 
@@ -314,21 +315,21 @@ def test_a_missing_local_dataset_file_is_one_line_before_the_dag(tmp_path):
     """`path:` naming no file: one line with the key and the file (Snakemake: 27 lines of
     MissingInputException for rule prepare once the DAG is built)."""
     missing = tmp_path / "nowhere" / "a9a.libsvm"
-    assert plan.semantic_errors(_with_local_dataset(missing)) == [
+    assert configuration.semantic_errors(_with_local_dataset(missing)) == [
         f"config.yaml: datasets.mine.path: {missing}: no such file"]
-    assert plan.semantic_errors(_with_local_dataset(missing, used=False)) == []  # a catalogue
-    assert plan.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == [
+    assert configuration.semantic_errors(_with_local_dataset(missing, used=False)) == []  # a catalogue
+    assert configuration.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == [
         f"config.yaml: datasets.mine.path: data/a.libsvm: no such file (relative to {tmp_path})"]
     (tmp_path / "data" / "a.libsvm").mkdir(parents=True)
-    assert plan.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == [
+    assert configuration.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == [
         "config.yaml: datasets.mine.path: data/a.libsvm: is a folder, expected a file "
         f"(relative to {tmp_path})"]
     (tmp_path / "data" / "a.libsvm").rmdir()
     (tmp_path / "data" / "a.libsvm").write_text("1 1:0.5\n")
-    assert plan.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == []
+    assert configuration.missing_file_errors(_with_local_dataset("data/a.libsvm"), tmp_path) == []
     c = _with_local_dataset(tmp_path / "data" / "a.libsvm")
     c["datasets"]["mine"]["test_path"] = "data/test.libsvm"
-    assert [e.split(": ")[1] for e in plan.missing_file_errors(c, tmp_path)] == [
+    assert [e.split(": ")[1] for e in configuration.missing_file_errors(c, tmp_path)] == [
         "datasets.mine.test_path"]
 
 
@@ -339,13 +340,13 @@ def test_config_file_empty_or_not_a_mapping_is_one_line(tmp_path):
                                        "experiments:, ...) at the top level, got list")]:
         (tmp_path / "c.yaml").write_text(text)
         with pytest.raises(ValueError) as e:
-            plan.load_config_checked(tmp_path / "c.yaml")
+            configuration.load_config_checked(tmp_path / "c.yaml")
         assert str(e.value).startswith(f"{tmp_path / 'c.yaml'}: {words}"), str(e.value)
         assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match=r"none\.yaml: no such file$"):
-        plan.load_config_checked(tmp_path / "none.yaml")
+        configuration.load_config_checked(tmp_path / "none.yaml")
     (tmp_path / "c.yaml").write_text("datasets: {}\n")
-    assert plan.load_config_checked(tmp_path / "c.yaml") == {"datasets": {}}
+    assert configuration.load_config_checked(tmp_path / "c.yaml") == {"datasets": {}}
 
 
 def test_read_only_results_is_one_line(tmp_path):
@@ -357,23 +358,23 @@ def test_read_only_results_is_one_line(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     c = copy.deepcopy(BASE)
-    assert plan.unwritable_output_line(c, work) is None  # results/ is created by the run
+    assert recovery.unwritable_output_line(c, work) is None  # results/ is created by the run
     results = work / "results"
     (results / "tracking").mkdir(parents=True)
     store = results / "data" / "a" / "data.zarr" / "c"
     store.mkdir(parents=True)
-    assert plan.unwritable_output_line(c, work) is None
+    assert recovery.unwritable_output_line(c, work) is None
     with read_only(results):
-        line = plan.unwritable_output_line(c, work)
+        line = recovery.unwritable_output_line(c, work)
     assert line.startswith("kernelscale: results: read-only folder where the workflow "
                            "writes; nothing has run"), line
     with read_only(results / "tracking"):
-        line = plan.unwritable_output_line(c, work)
+        line = recovery.unwritable_output_line(c, work)
     assert line.startswith("kernelscale: results/tracking: read-only folder where"), line
     with read_only(store):  # inside a Zarr store: prepare replaces the whole folder
-        assert plan.unwritable_output_line(c, work) is None
+        assert recovery.unwritable_output_line(c, work) is None
     elsewhere = tmp_path / "store"  # outside the working directory: named in full
     c["tracking"] = {"uri": f"sqlite:///{elsewhere}/m.db"}
     with read_only(elsewhere):
-        line = plan.unwritable_output_line(c, work)
+        line = recovery.unwritable_output_line(c, work)
     assert line.startswith(f"kernelscale: {elsewhere}: read-only folder"), line

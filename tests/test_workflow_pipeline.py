@@ -105,7 +105,7 @@ def test_lint_is_clean():
 
 def test_default_config_dry_run():
     """The shipped config.yaml validates and plans every (dataset, algorithm, seed)."""
-    import kernelscale.pipeline.plan as pipeline
+    from kernelscale.pipeline import runs as pipeline
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     runs = pipeline.runs(config)

@@ -8,12 +8,12 @@ rule bench:
     output:
         "results/bench/bench.md",
     params:
-        args=plan.bench_args(config),
+        args=runs.bench_args(config),
         uri=TRACKING["uri"],
         script=f"{workflow.basedir}/benchmarks/harness.py",
     log:
         "results/logs/bench.log",
-    threads: plan.bench_threads(config)
+    threads: runs.bench_threads(config)
     conda:
         "../../envs/cpu.yaml"
     shell:

@@ -38,7 +38,7 @@ rule tables:
 
 rule plots:
     input:
-        lambda wc: plan.final_files(config, wc.dataset),
+        lambda wc: runs.final_files(config, wc.dataset),
     output:
         metric=report(
             "results/plots/{dataset}/metric_vs_time.png",

@@ -23,7 +23,7 @@ rule reproduce:
                 caption="../report/reproduce.rst",
                 category="Reproduce",
             )
-            for claim in plan.reproduce_claims("config/reproduce.yaml")
+            for claim in runs.reproduce_claims("config/reproduce.yaml")
         ],
     params:
         uri=TRACKING["uri"],

@@ -26,7 +26,7 @@ rule tracking_init:
 rule tracking_import:
     input:
         store="results/tracking/store.json",
-        finals=plan.final_files(config),
+        finals=runs.final_files(config),
     output:
         "results/tracking/imported.json",
     params:

@@ -14,16 +14,16 @@ rule train:
     params:
         data=lambda wc, input: str(Path(input.meta).parent),
         run_dir=lambda wc, output: str(Path(output.final).parent),
-        spec=lambda wc: plan.algorithm_spec_json(config, wc.algorithm),
+        spec=lambda wc: runs.algorithm_spec_json(config, wc.algorithm),
     log:
         "results/logs/train/{dataset}/{algorithm}/seed{seed}.log",
-    threads: lambda wc: plan.train_resources(config, wc.algorithm)["threads"]
+    threads: lambda wc: runs.train_resources(config, wc.algorithm)["threads"]
     resources:
-        mem_mb=lambda wc: plan.train_resources(config, wc.algorithm)["mem_mb"],
-        runtime=lambda wc: plan.train_resources(config, wc.algorithm)["runtime"],
-        gpu=lambda wc: plan.train_resources(config, wc.algorithm)["gpu"],
+        mem_mb=lambda wc: runs.train_resources(config, wc.algorithm)["mem_mb"],
+        runtime=lambda wc: runs.train_resources(config, wc.algorithm)["runtime"],
+        gpu=lambda wc: runs.train_resources(config, wc.algorithm)["gpu"],
     conda:
-        lambda wc: plan.conda_env(config, wc.algorithm, workflow.basedir)
+        lambda wc: provenance.conda_env(config, wc.algorithm, workflow.basedir)
     shell:
         "python -m kernelscale.pipeline.cli train --data {params.data} --out {params.run_dir}"
         " --algorithm {wildcards.algorithm} --seed {wildcards.seed} --spec {params.spec:q}"

@@ -239,7 +239,7 @@ def _cmd_check_config(a) -> None:
     # several files are merged as `snakemake --configfile A B` merges them; errors name the file
     from snakemake.utils import update_config
 
-    from .plan import check, load_config_checked, schema_error_line, set_config_files
+    from .configuration import check, load_config_checked, schema_error_line, set_config_files
 
     config = {}
     for f in a.configfile:
@@ -349,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def error_line(e: BaseException) -> str:
     """The problem in ``e`` as one line in the user's words, without Python's class names."""
-    from .plan import ConfigError
+    from .configuration import ConfigError
 
     if isinstance(e, ConfigError):
         return str(e)  # already one line per problem, each naming its key
@@ -382,7 +382,7 @@ def main(argv=None) -> int:
         if os.environ.get("KERNELSCALE_TRACEBACK"):
             raise
         lines = error_line(e).splitlines() or [""]
-        from .plan import ConfigError
+        from .configuration import ConfigError
 
         if isinstance(e, ConfigError):  # one line per problem
             print("\n".join(lines), file=sys.stderr)

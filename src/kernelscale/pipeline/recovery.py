@@ -1,0 +1,214 @@
+"""What the Snakefile does before and after a run so that a failure leaves one line and no damage:
+read-only output folders, stale Snakemake locks, damaged prepared data set aside, and a failed
+job's log turned into a line naming the config key to change.
+"""
+
+from __future__ import annotations
+
+from .configuration import config_file_of, tracking
+from .runs import run_datasets
+
+
+def _nearest_existing(path):
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def unwritable_output_line(config: dict, workdir=".") -> str | None:
+    """One line when the workflow cannot write where its jobs write, else None.
+
+    Checked from the Snakefile before the DAG is built: Snakemake itself finds a read-only
+    ``results/`` only then (ProtectedOutputException, ~30 lines) or when a job starts
+    (``Failed to create output directory``), after other jobs may have written their outputs.
+    Places: ``results/`` and every folder in it (not inside Zarr stores, which prepare replaces
+    whole), the MLflow SQLite file of ``tracking.uri`` and the download cache when a dataset is
+    downloaded. A place that does not exist yet needs its nearest existing parent writable. A
+    single read-only file in a writable folder is left to Snakemake: write-protecting an output
+    is its way of keeping a result from being re-made."""
+    import os
+    from pathlib import Path
+
+    work = Path(workdir).resolve()
+    places = [work / "results"]
+    uri = tracking(config)["uri"]
+    if uri.startswith("sqlite:///"):  # sqlite:///rel/path or sqlite:////abs/path
+        places.append(work / uri[len("sqlite:///"):])
+    if any("url" in (config.get("datasets") or {}).get(d, {}) for d in run_datasets(config)):
+        from .data.download import cache_dir
+
+        places.append(work / cache_dir())
+    bad = []
+    for place in places:
+        if not place.exists():
+            parent = _nearest_existing(place.parent)
+            if not os.access(parent, os.W_OK | os.X_OK):
+                bad.append(parent)
+            continue
+        if place.is_file():
+            bad += [p for p in (place, place.parent) if not os.access(p, os.W_OK)]
+            continue
+        for folder, subfolders, _ in os.walk(place):
+            subfolders[:] = sorted(d for d in subfolders if not d.endswith(".zarr"))
+            if not os.access(folder, os.W_OK | os.X_OK):
+                bad.append(Path(folder))
+    if not bad:
+        return None
+    bad = list(dict.fromkeys(bad))
+    shown = [str(p.relative_to(work)) if p.is_relative_to(work) else str(p) for p in bad]
+    kind = "file" if bad[0].is_file() else "folder"
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    return (f"kernelscale: {shown[0]}: read-only {kind}{more} where the workflow writes; "
+            "nothing has run: make it writable (chmod -R u+w, or chattr -R -i as root) or run "
+            "in another directory")
+
+
+def _snakemake_pids(workdir) -> list[int] | None:
+    """PIDs of snakemake processes (any mode) working in ``workdir``, other than this process
+    and its ancestors (a shell or ``make`` that started us may carry 'snakemake' in its command
+    line). Linux /proc only; elsewhere the answer is unknown and None is returned."""
+    import os
+    from pathlib import Path
+
+    proc = Path("/proc")
+    if not (proc / "self" / "cmdline").exists():
+        return None
+    workdir = Path(workdir).resolve()
+    skip, pid = set(), os.getpid()
+    while pid > 1:  # ourselves and our ancestors
+        skip.add(pid)
+        try:
+            stat = (proc / str(pid) / "stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    found = []
+    for p in proc.iterdir():
+        if not p.name.isdigit() or int(p.name) in skip:
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(p / "cwd")).resolve()
+        except OSError:  # gone, or another user's process
+            continue
+        if cwd == workdir and any(Path(a.decode(errors="replace")).name == "snakemake"
+                                  for a in argv):
+            found.append(int(p.name))
+    return found
+
+
+def set_aside_damaged_data(config: dict, workdir=".") -> list[str]:
+    """Move every damaged prepared dataset of the config's runs aside, so that Snakemake sees
+    its ``meta.json`` (prepare's output) missing and re-runs prepare, then the jobs downstream.
+
+    Called from the Snakefile before the DAG is built. A dataset is damaged when a file of an
+    array is missing, changed or unexpected, or ``meta.json`` is unreadable or has no checksums
+    (``data.store.prepared_fault``: sizes and sha256, ~1.4 GB/s of stored bytes). Its folder
+    ``results/data/<name>`` becomes ``results/data/<name>.damaged`` (replacing an older one),
+    and one line per dataset is printed. Nothing is done while another snakemake process works
+    in ``workdir`` (a train job of that run may be reading the dataset) or when that cannot be
+    checked (no /proc): ``train`` then refuses the dataset with its one-line error.
+    Returns the lines printed."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from .data.store import prepared_fault
+
+    data = Path(workdir) / "results" / "data"
+    faults = {}
+    for name in run_datasets(config):
+        fault = prepared_fault(data / name)
+        if fault is not None:
+            faults[name] = fault
+    if not faults:
+        return []
+    others = _snakemake_pids(workdir)
+    lines = []
+    for name, fault in faults.items():
+        folder = data / name
+        if others is None or others:
+            line = (f"kernelscale: {folder}: {fault}; not re-preparing it while another "
+                    "snakemake runs here (re-run when it has finished)")
+        else:
+            aside = data / f"{name}.damaged"
+            shutil.rmtree(aside, ignore_errors=True)
+            folder.rename(aside)
+            line = (f"kernelscale: {folder}: {fault}; moved to {aside}, prepare runs again")
+        print(line, file=sys.stderr, flush=True)
+        lines.append(line)
+    return lines
+
+
+def clear_stale_locks(workdir=".") -> str | None:
+    """Remove Snakemake's directory lock when no snakemake runs in ``workdir``.
+
+    ``kill -9`` of snakemake (or a lost node) leaves ``.snakemake/locks/`` behind, and the next
+    run stops with a LockException until someone runs ``--unlock``. The lock only guards against
+    two snakemake processes writing the same outputs, so a lock whose owner is gone is removed
+    here (called from the Snakefile, before Snakemake takes its own lock). Not removed when another
+    snakemake process works in this directory (this includes jobs still running from a killed
+    run, which would race with a rerun) or when that cannot be checked (no /proc).
+    Returns the line it printed, or None."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    locks = Path(workdir) / ".snakemake" / "locks"
+    if not locks.is_dir() or not any(locks.glob("*.lock")):
+        return None
+    others = _snakemake_pids(workdir)
+    if others is None or others:
+        return None
+    shutil.rmtree(locks, ignore_errors=True)
+    line = (f"kernelscale: removed a stale Snakemake lock in {Path(workdir).resolve()} "
+            "(no snakemake process is running there)")
+    print(line, file=sys.stderr, flush=True)
+    return line
+
+
+def _job_config_key(rule: str, log: str):
+    """The config entry behind a failed job, from its log path (see the rules' ``log:``)."""
+    import re
+
+    m = re.search(r"logs/train/([^/]+)/([^/]+)/seed\d+\.log$", log)
+    if rule == "train" and m:
+        return ("algorithms", m.group(2)), f"{m.group(1)}/{m.group(2)}"
+    m = re.search(r"logs/(?:prepare|download)/([^/.]+(?:\.[^/]+)*?)(?:/[^/]+)?\.log$", log)
+    if rule in ("prepare", "download") and m:
+        return ("datasets", m.group(1)), m.group(1)
+    return None, None
+
+
+def failed_job_lines(snakemake_logs) -> list[str]:
+    """One line per failed job of a Snakemake run: the error line its kernelscale command wrote
+    in its log, the config entry behind the job and the file holding it, and the log's path, so
+    the end of the console says what went wrong and where to fix it without scrolling through
+    Snakemake's job dump (command line, JSON spec, ...). ``snakemake_logs``: the run's log
+    file(s) (the ``log`` of ``onerror``)."""
+    import re
+    from pathlib import Path
+
+    if isinstance(snakemake_logs, (str, Path)):
+        snakemake_logs = [snakemake_logs]
+    text = ""
+    for path in snakemake_logs or ():
+        try:
+            text += Path(path).read_text(errors="replace")
+        except OSError:
+            continue
+    lines = []
+    for m in re.finditer(r"Error in rule (\S+?):.*?\n\s+log: (\S+)", text, re.S):
+        rule, log = m.group(1), m.group(2)
+        try:
+            body = [ln for ln in Path(log).read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            body = []
+        errors = [ln for ln in body if ": error:" in ln]
+        last = (errors or body or ["(empty log)"])[-1].strip()
+        key, what = _job_config_key(rule, log)
+        where = (f" ({what}; config {'.'.join(key)} in {config_file_of(key)})" if key else "")
+        line = f"failed: rule {rule}{where}: {last} [log: {log}]"
+        if line not in lines:
+            lines.append(line)
+    return lines
