@@ -95,3 +95,31 @@ def test_no_import_cycles():
         if m not in state:
             visit(m)
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_every_random_stream_is_named_in_rng():
+    """Every ``block_generator`` call in the library names its stream by a constant of
+    ``kernelscale.rng`` (no literal ids scattered over modules), and the model streams are
+    distinct but for the two documented aliases (the preconditioners' draws, which never meet
+    random binning in one fit)."""
+    import ast
+
+    from kernelscale import rng
+
+    names = {k for k, v in vars(rng).items() if k.isupper() and isinstance(v, int)
+             and not k.startswith("_")}
+    calls = 0
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "block_generator"):
+                calls += 1
+                assert len(node.args) == 3 and isinstance(node.args[2], ast.Name) \
+                    and node.args[2].id in names, f"{path.name}:{node.lineno}"
+    assert calls >= 10
+    model = [rng.FOURIER, rng.UDSG_REUSE, rng.BATCH_PIECES, rng.BATCH_ROWS, rng.RB_GRIDS,
+             rng.RB_CD_ORDER, rng.ROW_FINGERPRINT]
+    assert len(set(model)) == len(model)
+    assert {rng.PRECONDITIONER_SUBSAMPLE, rng.PRECONDITIONER_SKETCH} <= {rng.RB_GRIDS,
+                                                                         rng.RB_CD_ORDER}
+    data = [rng.DATA_MODEL, rng.DATA_ROWS, rng.DATA_DEFORMED, rng.DATA_BAYES]
+    assert len(set(data)) == len(data)

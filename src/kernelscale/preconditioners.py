@@ -41,13 +41,11 @@ from types import ModuleType
 import numpy as np
 import scipy.linalg
 
-from .rng import block_generator
+from .rng import PRECONDITIONER_SKETCH, PRECONDITIONER_SUBSAMPLE, block_generator
 from .solvers._common import DeviceState
 
 # Separate counter-based streams so the subsample and the randomized-SVD test matrix never share
 # random numbers with mini-batch orders or feature blocks.
-SUBSAMPLE_STREAM = 11
-RSVD_STREAM = 12
 
 
 def step_size(beta: float, lam: float, m: int) -> float:
@@ -63,14 +61,14 @@ def critical_batch_size(beta: float, lam: float) -> float:
 def subsample_indices(n: int, size: int, seed: int) -> np.ndarray:
     """Sorted indices of ``size`` distinct rows out of ``n``; a pure function of the seed."""
     size = min(int(size), int(n))
-    rng = block_generator(seed, 0, SUBSAMPLE_STREAM)
+    rng = block_generator(seed, 0, PRECONDITIONER_SUBSAMPLE)
     return np.sort(rng.choice(n, size=size, replace=False))
 
 
 def probe_indices(n: int, size: int, seed: int) -> np.ndarray:
     """Sorted rows (independent of the subsample's draw) on which beta is evaluated."""
     size = min(int(size), int(n))
-    rng = block_generator(seed, 1, SUBSAMPLE_STREAM)
+    rng = block_generator(seed, 1, PRECONDITIONER_SUBSAMPLE)
     return np.sort(rng.choice(n, size=size, replace=False))
 
 
@@ -99,7 +97,7 @@ def top_eigh(A, q: int, xp: ModuleType, *, method: str = "auto", seed: int = 0,
         # generous oversampling: the sketch underestimates the trailing (k+1)-th eigenvalue, and
         # a too small lambda_{k+1} means a too large step
         p = min(N, q + max(n_oversample, q // 4))
-        omega = block_generator(seed, 0, RSVD_STREAM).standard_normal((N, p))
+        omega = block_generator(seed, 0, PRECONDITIONER_SKETCH).standard_normal((N, p))
         Q, _ = xp.linalg.qr(A @ xp.asarray(omega, dtype=A.dtype))
         for _ in range(n_power_iter):  # power iterations sharpen a slowly decaying spectrum
             Q, _ = xp.linalg.qr(A @ Q)

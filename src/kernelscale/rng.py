@@ -12,6 +12,28 @@ import numpy as np
 
 _MASK = (1 << 64) - 1
 
+# Every random stream of the library, ``block_generator(seed, index, stream)``, in one place.
+# Model streams, keyed by the model's seed:
+FOURIER = 0  # random Fourier feature blocks (kernels.fourier), index = block
+UDSG_REUSE = 1  # UDSG's choice of the old block to update, index = iteration
+BATCH_PIECES = 2  # the batch stream's order of strata pieces (stream), index = epoch
+BATCH_ROWS = 3  # the batch stream's row order in a window (stream), index = epoch, window
+RB_GRIDS = 11  # random binning grids (kernels.random_binning), index = grid
+RB_CD_ORDER = 12  # RB-CD's coordinate permutations (solvers.rb_cd), index = class, epoch
+ROW_FINGERPRINT = 13  # the row cache's fingerprint vector (solvers.row_cache), index 0
+# The preconditioners' subsample (index 0, 1) and randomized SVD sketch (index 0) draw from the
+# ids of RB_GRIDS and RB_CD_ORDER. No model uses random binning and a preconditioner together
+# (EigenPro, DSG's "eigenpro" step and RFF-SGD's step size use the latter, RB estimators the
+# former), so the two never meet in one fit; new ids would change every such model's draws.
+PRECONDITIONER_SUBSAMPLE = RB_GRIDS
+PRECONDITIONER_SKETCH = RB_CD_ORDER
+# Data streams, keyed by a generated dataset's seed (pipeline.data): never the model's streams
+# of the same fit unless a dataset and a model share a seed, and then at other indices or ids.
+DATA_MODEL = 1  # a generator's model (weights of the function to learn), index 0
+DATA_ROWS = 2  # a generator's rows, index = block
+DATA_DEFORMED = 3  # generator ``deformed``: displacement fields and shifts, index = block
+DATA_BAYES = 4  # generator ``bayes``: rows and labels, index = block
+
 
 def block_generator(seed: int, index: int, stream: int = 0) -> np.random.Generator:
     """Independent generator for block ``index`` of model ``seed``.

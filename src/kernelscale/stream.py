@@ -53,13 +53,11 @@ from types import ModuleType
 import numpy as np
 
 from .backend import asarray, to_numpy
-from .rng import block_generator, keyed_permutation
+from .rng import BATCH_PIECES, BATCH_ROWS, block_generator, keyed_permutation
 
 # A window holds pieces of this many parts of the data (strata): its rows come from all over
 # the array whatever the storage order (see the module docstring for the measurements)
 PIECES_PER_WINDOW = 32
-_PIECE_ORDER_STREAM = 2  # block_generator stream of the strata's piece permutations
-_ROW_ORDER_STREAM = 3
 _PERMUTATION_ROUNDS = 6  # Feistel rounds of rng.keyed_permutation
 
 
@@ -322,7 +320,7 @@ class BatchStream:
             if epoch in self._keys:
                 return self._keys[epoch]
         q, _ = self._per_stratum
-        keys = block_generator(self.seed, epoch, _PIECE_ORDER_STREAM).bit_generator.random_raw(
+        keys = block_generator(self.seed, epoch, BATCH_PIECES).bit_generator.random_raw(
             self.strata * _PERMUTATION_ROUNDS).reshape(self.strata, _PERMUTATION_ROUNDS)
         # the last piece is the last one of the last stratum, which holds q pieces
         r = int(keyed_permutation([q - 1], q, keys[-1:], inverse=True)[0])
@@ -388,7 +386,7 @@ class BatchStream:
                 check_finite_rows(Xw[o : o + size], int(lo), "X")
                 if y_float:
                     check_finite_rows(yw[o : o + size], int(lo), "y")
-        perm = block_generator(self.seed, epoch * self.n_windows + w, _ROW_ORDER_STREAM).permutation(
+        perm = block_generator(self.seed, epoch * self.n_windows + w, BATCH_ROWS).permutation(
             int(starts[-1]))
         return Xw, yw, perm, runs
 

@@ -1,6 +1,6 @@
 """Random Fourier feature blocks regenerated from (seed, block index).
 
-A block j is F frequencies W_j (d x F) and phases b_j (F,) drawn by ``rng.block_generator(seed, j)``;
+A block j is F frequencies W_j (d x F) and phases b_j (F,) drawn by ``rng.block_generator(seed, j, rng.FOURIER)``;
 its features are phi_j(x) = sqrt(2/F) cos(W_j^T x + b_j), so phi_j(x).phi_j(x') estimates k(x, x')
 with F samples.  Consecutive blocks are stacked so that many blocks cost one large matrix product.
 """
@@ -14,7 +14,7 @@ from types import ModuleType
 import numpy as np
 
 from ..parallel import rowwise
-from ..rng import block_generator
+from ..rng import FOURIER, block_generator
 from . import _fused
 from .shift_invariant import Kernel
 
@@ -47,7 +47,7 @@ def fourier_features(X, W, b, n_per_block: int, scaled: bool = True, out=None):
 
 def draw_block(kernel: Kernel, d: int, n_features: int, seed: int, index: int):
     """Host (W, b) of block ``index``: a pure function of (kernel, d, F, seed, index)."""
-    rng = block_generator(seed, index)
+    rng = block_generator(seed, index, FOURIER)
     W = kernel.sample_frequencies(d, n_features, rng)
     b = rng.uniform(0.0, 2.0 * math.pi, n_features)
     return W, b

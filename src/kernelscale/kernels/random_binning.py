@@ -13,7 +13,7 @@ Gamma(shape 2, scale sigma).
 Implementation notes (why it looks like this):
 
 * Grid r's widths and offsets are a pure function of (seed, r) via ``rng.block_generator`` (stream
-  ``RB_STREAM``), so a model stores only the seed; nothing random is pickled.
+  ``rng.RB_GRIDS``), so a model stores only the seed; nothing random is pickled.
 * A bin is the integer vector b_r(x) in Z^d. We never materialise it: each grid hashes it to 64 bits
   with a seeded chain h <- mix64(h xor b_j) (mix64 = the splitmix64 finaliser, a bijection on
   uint64), so two distinct bins of one grid collide with probability ~2^-64 per pair.
@@ -37,10 +37,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..distributed import current_client, map_blocks_ordered
-from ..rng import block_generator
+from ..rng import RB_GRIDS, block_generator
 from ..stream import check_finite_rows, iter_row_chunks
 
-RB_STREAM = 11  # block_generator stream reserved for RB grids (Fourier blocks use stream 0)
 DEFAULT_CHUNK_ROWS = 65536
 
 
@@ -62,7 +61,7 @@ def check_rb_kernel(kernel) -> str:
 
 def draw_grid(kernel: str, d: int, sigma: float, seed: int, r: int):
     """(delta (d,), u (d,), hash seed) of grid ``r``: a pure function of (kernel, d, sigma, seed, r)."""
-    rng = block_generator(seed, r, RB_STREAM)
+    rng = block_generator(seed, r, RB_GRIDS)
     delta = RB_KERNELS[check_rb_kernel(kernel)](rng, d, sigma)
     u = rng.uniform(0.0, 1.0, size=d) * delta  # u ~ U[0, delta)
     hseed = rng.integers(0, 2**63 - 1, dtype=np.int64)

@@ -150,11 +150,4 @@ def transient_bytes(n_features: int, n_fit: int = 1000, n_val: int = 1000) -> in
     return 8 * (5 * int(n_fit) ** 2 + 2 * m * int(n_features))
 
 
-def resolve_nu(reg, alpha: float, n: int) -> float:
-    """nu of the averaged objective: ``reg`` if given, else alpha / n (see module docstring)."""
-    if reg == "auto":
-        return float(alpha) / max(1, int(n))
-    return float(reg)
-
-
-__all__ = ["ALPHAS", "SIGMA_FACTORS", "resolve_nu", "select", "transient_bytes"]
+__all__ = ["ALPHAS", "SIGMA_FACTORS", "select", "transient_bytes"]

@@ -51,12 +51,11 @@ import numpy as np
 from ..backend import to_numpy
 from ..kernels import FourierBlocks, Kernel
 from ..losses import Loss
-from ..rng import block_generator
+from ..rng import UDSG_REUSE, block_generator
 from ._common import DivergenceWatch, run_loop
 
 VARIANTS = ("dsg", "udsg", "cdsg")
 SCHEDULES = ("inverse", "theory", "inverse_sqrt", "constant")
-_UDSG_STREAM = 1  # random stream for UDSG's choice of old blocks
 # f(X) is evaluated over groups of blocks whose (rows, g F) feature matrix is at most this big:
 # every step evaluates f on its batch over all t blocks so far, and without a cap that matrix
 # grows with t (it was the largest allocation of an out-of-core run). Fixed, not taken from the
@@ -399,7 +398,7 @@ class DSGSolver:
         if cfg.variant == "udsg":
             if (t - 1) % (cfg.n_new + cfg.n_reuse) < cfg.n_new:
                 return None, gamma
-            k = int(block_generator(self.seed, t, _UDSG_STREAM).integers(m))
+            k = int(block_generator(self.seed, t, UDSG_REUSE).integers(m))
             return k, gamma
         # CDSG: expected line search on every old block (host arithmetic on m x C numbers)
         M = cfg.grad_bound or self.loss.lipschitz or max(self.grad_max, 1e-12)

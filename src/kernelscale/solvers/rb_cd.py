@@ -35,11 +35,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..losses import make_loss
-from ..rng import block_generator
+from ..rng import RB_CD_ORDER, block_generator
 
 CD_LOSSES = {"square": 0, "logistic": 1, "squared_hinge": 2}
 _BETA = {"square": 1.0, "logistic": 0.25, "squared_hinge": 2.0}
-_CD_STREAM = 12  # block_generator stream of the coordinate permutations
 
 
 @numba.njit(inline="always")
@@ -152,7 +151,7 @@ def l1_cd(Z, Y, reg: float, *, loss: str = "square", tol: float = 1e-4, max_iter
             for c in range(C):
                 if not active[c]:
                     continue
-                perm = block_generator(seed, c * 2**32 + epoch, _CD_STREAM).permutation(D)
+                perm = block_generator(seed, c * 2**32 + epoch, RB_CD_ORDER).permutation(D)
                 yc, w = Y[:, c].copy(), W[:, c].copy()
                 yh = yhat[:, c].copy()
                 _cd_epoch(indptr, indices, data, yc, yh, w, M, perm, float(reg), inv_n, code,

@@ -28,9 +28,8 @@ import numpy as np
 
 from ..backend import to_numpy
 from ..kernels.fourier import fourier_features
-from ..rng import block_generator
+from ..rng import ROW_FINGERPRINT, block_generator
 
-CHECK_STREAM = 13  # block_generator stream of the fingerprint vector w
 # On a GPU a block's catch-up features are computed in pieces of this many bytes, so that each
 # product is bounded whatever B is (a whole prefix is up to B F numbers: 1 GB at B = 65,536) and
 # the device's caching allocator is asked for one size again and again rather than a different
@@ -58,7 +57,7 @@ class RowCache:
         self.seen = np.full(self.n_rows, -1, dtype=np.int32)
         # the row's fingerprint at its visit (float32: it only tells a changed row, 4 bytes a row)
         self.check = np.zeros(self.n_rows, dtype=np.float32)
-        w = block_generator(int(seed), 0, CHECK_STREAM).standard_normal(int(n_features))
+        w = block_generator(int(seed), 0, ROW_FINGERPRINT).standard_normal(int(n_features))
         self.w = xp.asarray(w, dtype=dtype)  # in X's dtype: no float64 copy of the batch
         self.log: list[tuple[int, object]] = []  # changes log_start, log_start + 1, ...
         self.log_start = 0

@@ -34,7 +34,7 @@ estimate above that difference in four of them (the fifth: 7e-8 against 1.4e-7),
 mean of Phi(-|f| / sigma) within 1.5 standard errors (tests/test_bayes.py checks 2e5 rows).
 
 Rows: block ``b`` (rows ``b * BLOCK_ROWS`` onwards, 8192 rows as every generator) is drawn
-whole from ``block_generator(seed, b, 4)`` -- X (8192 x d, float64, rounded to float32), then
+whole from ``block_generator(seed, b, rng.DATA_BAYES)`` -- X (8192 x d, float64, rounded to float32), then
 e (8192) -- and truncated after the last row. Every row is therefore a pure function of (seed,
 its index): the first n rows do not depend on n, on the chunk size or on the order blocks are
 made in, and rows past ``n_samples`` (``bayes_rows``/``bayes_chunks`` ``stop`` beyond it) are
@@ -50,14 +50,13 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ...rng import block_generator
+from ...rng import DATA_BAYES, block_generator
 from .errors import DataError
 from .generators import GENERATOR_BLOCK_ROWS as BLOCK_ROWS
 from .readers import Block
 
 DEFAULTS = {"seed": 0, "noise": 0.3}
 MIN_FEATURES = 4  # x_0, x_1 and two projections: fewer, and b is a function of (u, v, a)
-_STREAM = 4  # block_generator stream (generators.py draws from 1 and 2, deformed from 3)
 _KEYS = {"name", "n_samples", "n_features", "noise", "seed"}
 # the numerical rule of bayes_error (see the module docstring)
 _STEP, _RADIUS, _GL_POINTS, _A_SDS = 0.05, 8.0, 32, 9.0
@@ -136,7 +135,7 @@ def conditional_error(params: dict, X: np.ndarray) -> np.ndarray:
 
 def block(params: dict, index: int) -> tuple[np.ndarray, np.ndarray]:
     """Whole block ``index`` (BLOCK_ROWS rows, whatever n_samples is): X float32, y float64."""
-    rng = block_generator(params["seed"], index, _STREAM)
+    rng = block_generator(params["seed"], index, DATA_BAYES)
     X = rng.standard_normal((BLOCK_ROWS, params["n_features"])).astype(np.float32)
     noise = rng.standard_normal(BLOCK_ROWS)
     noise *= params["noise"]

@@ -25,7 +25,7 @@ to integers, so the rows look like the originals (bytes in float32) and the 1e-1
 another BLAS cannot move a value across a rounding boundary in practice.
 
 Determinism: block ``b`` (rows ``b * BLOCK_ROWS`` onwards) is a pure function of (seed, b), the
-source images and the parameters (its random numbers come from ``rng.block_generator(seed, b)``),
+source images and the parameters (its random numbers come from ``rng.block_generator(seed, b, rng.DATA_DEFORMED)``),
 so blocks can be generated in any order, in parallel, or again to resume. Memory: one block
 (8192 x 784 float32: 26 MB) plus the source set (47 MB for Fashion-MNIST), never the output.
 
@@ -45,14 +45,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ...rng import block_generator
+from ...rng import DATA_DEFORMED, block_generator
 from .generators import GENERATOR_BLOCK_ROWS as BLOCK_ROWS
 from .readers import Block
 from .readers.idx import load_idx_images
 
 DEFAULTS = {"seed": 0, "alpha": 34.0, "sigma": 4.0, "max_shift": 1, "max_rotation": 0.0}
 FILE_KEYS = ("path", "labels_path", "test_path", "test_labels_path")
-_STREAM = 3  # block_generator stream (generators.py draws from 1 and 2)
 # Rows deformed together: their float64 temporaries (~0.8 MB each) stay in cache; whole
 # 8192-row blocks were ~10x slower here, memory-bound.
 _SUB_ROWS = 128
@@ -192,7 +191,7 @@ def deformed_block(params: dict, index: int, images: np.ndarray, labels: np.ndar
     """Block ``index`` of the training set: X (rows, h * w) float32 and y (rows,) float64.
 
     Row i is source image ``i mod N`` (N = len(images)); rows below N are the originals, the
-    others deformed with the random numbers of ``block_generator(seed, index)``.
+    others deformed with the random numbers of ``block_generator(seed, index, DATA_DEFORMED)``.
     """
     n_source = len(images)
     start = index * BLOCK_ROWS
@@ -205,7 +204,7 @@ def deformed_block(params: dict, index: int, images: np.ndarray, labels: np.ndar
     originals = max(0, min(stop, n_source) - start)  # the originals are a prefix of the rows
     X[:originals] = images[source[:originals]].reshape(originals, width)
     if originals < len(X):
-        rng = block_generator(params["seed"], index, _STREAM)
+        rng = block_generator(params["seed"], index, DATA_DEFORMED)
         # one BLAS thread: the products are 28 wide; two threads on two busy cores made a
         # block 4x slower here
         with _blas().limit(limits=1, user_api="blas"):

@@ -28,22 +28,21 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ...rng import block_generator
+from ...rng import DATA_MODEL, DATA_ROWS, block_generator
 from .readers import Block
 
 GENERATOR_BLOCK_ROWS = 8192
-_MODEL_STREAM, _DATA_STREAM = 1, 2
 _N_COSINES = 32
 
 
 def generate(params: dict, origin: str = "generator") -> Iterator[Block]:
     """Yield the blocks of the dataset described by validated generator ``params`` (one of
     classification, regression, blobs)."""
-    model = _MODELS[params["name"]](params, block_generator(params["seed"], 0, _MODEL_STREAM))
+    model = _MODELS[params["name"]](params, block_generator(params["seed"], 0, DATA_MODEL))
     n = params["n_samples"]
     for index, start in enumerate(range(0, n, GENERATOR_BLOCK_ROWS)):
         rows = min(GENERATOR_BLOCK_ROWS, n - start)
-        rng = block_generator(params["seed"], index, _DATA_STREAM)
+        rng = block_generator(params["seed"], index, DATA_ROWS)
         X, y = model(rng, rows)
         yield Block(X.astype(np.float32), y.astype(np.float64), start, origin)
 
