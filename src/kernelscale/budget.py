@@ -18,9 +18,8 @@ budget: the budget bounds what is read from X. Neither is the automatic bandwidt
 selection, a fixed transient that runs and is freed before the stream starts
 (``kernels.selection.transient_bytes``).
 
-Two things keep the resident set at that plan rather than a multiple of it (measured with
-``benchmarks/harness.py --sections memory``: 381 MiB of zarr data, 32 MiB budget, y 19 MiB;
-peak RSS over baseline 47-54 MiB instead of 78-100 MiB, at the same throughput):
+Two things keep the resident set at that plan rather than a multiple of it (the measurement:
+``benchmarks/results/design-measurements.md``, "Resident memory under a budget"):
 
 * the two window buffers are allocated once and reused (``stream.BatchStream``);
 * zarr reads chunks on one I/O thread (``io.open_zarr`` sets ``threading.max_workers=1`` unless

@@ -3,8 +3,8 @@
 Rows are served window by window: at most two windows (the current one and the next, which a
 background thread reads while the current one is consumed) are ever in memory. A window is not
 a run of consecutive rows: files are often stored sorted (by label, by time), and batches of
-consecutive rows are then far from i.i.d. (issue 25: digits sorted by label in 200-row zarr
-chunks, DSG's test error 9.2 % against 2.0 % shuffled). Each epoch instead
+consecutive rows are then far from i.i.d. (issue 25; the model it gave: ``benchmarks/results/design-measurements.md``, "Storage
+order"). Each epoch instead
 
 1. splits the rows into pieces of ``piece_rows = window_rows // PIECES_PER_WINDOW`` consecutive
    rows, and the pieces into ``strata`` (about ``PIECES_PER_WINDOW``) equal runs of consecutive
@@ -27,21 +27,21 @@ bookkeeping is a few numbers per window, never O(n).
 The price is decoding: zarr decodes a whole chunk to read any of its rows, and a chunk's pieces
 go to different windows, so each chunk is decoded about ``min(n_windows, 32 chunk_rows /
 window_rows + 1)`` times an epoch instead of once: ~33 times with the default on-disk window of
-one chunk, once or twice when the window spans 32 chunks or more (a generous memory budget).
-Measured (2.5e6 x 40 float32, 50,000-row zstd chunks, one epoch of 2,000-row batches, reading
-only): 21 s of CPU instead of 1.1 with a one-chunk window, 9.3 instead of 1.9 with a 120,000-row
-one; the prefetch thread does it beside the solver's steps.
+one chunk, once or twice when the window spans 32 chunks or more (a generous memory budget);
+the prefetch thread does it beside the solver's steps (the cost: ``benchmarks/results/design-measurements.md``, "Window
+decoding").
 
 On-disk windows are read into two buffers allocated once per stream and reused (zarr decodes
 into them), so the window memory is fixed at two windows whatever the allocator does
-with freed blocks. (The larger part of the excess over the budget measured before, 157 MB for a
-32 MB budget, came from zarr's I/O thread pool: see ``io.single_io_thread``.)
+with freed blocks; zarr reads on one I/O thread (``io.single_io_thread``), since each reading
+thread keeps freed chunks in its own heap arena.
 
 Dask arrays take the same path: a dask array that only views an on-disk array (``da.from_zarr``)
 is unwrapped to it (``unwrap_dask``), any other is computed chunk by chunk in the reading thread;
 zarr is put on one I/O thread before the first read of every path (the bandwidth's row sample
-comes before the stream). Before, dask input went through dask's thread pool and zarr's default
-one: 137 MiB over baseline for a 32 MiB budget, now 45.5 (``tests/test_scale_dask.py``).
+comes before the stream), rather than through dask's thread pool and zarr's default one (the
+memory each path held: ``benchmarks/results/design-measurements.md``, "Resident memory under a budget";
+``tests/test_scale_dask.py`` checks the bound).
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ def unwrap_dask(A):
     ``da.from_zarr(path)`` / ``da.from_array(zarr_or_h5py_array)`` with no operation applied is
     a graph of two layers: ``original-<name>`` holding the array itself, and the chunk getters.
     Reading that array directly decodes into the stream's reused window buffers (no per-chunk
-    temporaries, no dask scheduler threads with their own malloc arenas; measured below in
-    ``tests/test_scale.py``). Anything else (an operation, ``inline_array=True``, an in-memory
+    temporaries, no dask scheduler threads with their own malloc arenas; ``tests/test_scale.py``
+    checks the bound). Anything else (an operation, ``inline_array=True``, an in-memory
     array behind it) is read through dask.
     """
     if not is_dask(A):
@@ -119,7 +119,7 @@ def _one_io_thread(X) -> None:
 
 def _compute(block):
     # in the calling thread: dask's default thread pool would decode chunks on several threads,
-    # each keeping freed chunk buffers in its own malloc arena (~4x the budget measured)
+    # each keeping freed chunk buffers in its own malloc arena
     return block.compute(scheduler="synchronous")
 
 

@@ -54,8 +54,8 @@ def draw_block(kernel: Kernel, d: int, n_features: int, seed: int, index: int):
 
 
 # Parameters kept per FourierBlocks: in host memory a fixed amount; on a GPU a share of the
-# card's memory. A block beyond the cache is drawn again on the host at every use (d F normals:
-# at d = 784, F = 4,096 about 60 ms, longer than the block's product on the GPU), and a DSG fit
+# card's memory. A block beyond the cache is drawn again on the host at every use (d F normals,
+# which take longer than the block's product on a GPU), and a DSG fit
 # uses every block in every pass (the row cache's catch-up), so a cache smaller than the model
 # makes each later step redraw most blocks. The draws are the same whatever is cached: the
 # cache's size never changes a model.

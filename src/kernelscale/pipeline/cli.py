@@ -125,8 +125,8 @@ class _StoreLock:
     """An exclusive lock file beside a ``sqlite:///`` store while it is written.
 
     Without it, imports running at once (several checkouts or jobs, one SQLite file) each see a
-    folder as new and create its run: 6 overlapping imports of 16 folders left 18 runs (measured;
-    no "database is locked" in that trial). With it: 16. Servers are not locked (no shared file)."""
+    folder as new and create its run twice (``benchmarks/results/design-measurements.md``, "Concurrent MLflow
+    imports"). Servers are not locked (no shared file)."""
 
     def __init__(self, uri: str):
         self.uri, self.path = uri, None

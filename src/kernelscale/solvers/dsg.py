@@ -60,11 +60,11 @@ SCHEDULES = ("inverse", "theory", "inverse_sqrt", "constant")
 # every step evaluates f on its batch over all t blocks so far, and without a cap that matrix
 # grows with t (it was the largest allocation of an out-of-core run). Fixed, not taken from the
 # memory budget, so that a model does not depend on the budget (grouping changes the rounding);
-# the budget planner counts it (``work_bytes``). Product speed was the same within noise from
-# 1 to 64 MB groups on the 2-core development box.
+# the budget planner counts it (``work_bytes``). On a CPU the group size hardly changes the
+# product's speed (``benchmarks/results/design-measurements.md``, "DSG's block groups").
 GROUP_BYTES = 2 * 2**20
-# On a GPU every group costs a few kernel launches of host time whatever its size, and 2 MB groups
-# left the device idle most of the time (benchmarks/gpu.py's dsg-profile section): 64 MB there.
+# On a GPU every group costs a few kernel launches of host time whatever its size, so groups are
+# larger there (benchmarks/results/gpu-2026-11-24-h100.md, DSG-family time per iteration).
 GPU_GROUP_BYTES = 64 * 2**20
 SCALE_FLOOR = 1e-100  # the lazy shrink factor is folded into the coefficients below this
 

@@ -14,10 +14,8 @@ and with cupy + cupyx.scipy.sparse alike.
 
 Optional Jacobi preconditioning (``jacobi=True``; the paper uses plain CG and leaves
 preconditioning as future work, §5.2): for RB features the diagonal of Z^T Z is exact and cheap --
-the training count of each bin divided by R. Measured (iterations plain / Jacobi): Friedman-1,
-N = 50 000, R = 256, tol 1e-3: 110 / 29 (median sigma), 131 / 40 (0.3 x median); but on a 5-d
-Gaussian sample and on digits (R = 64) Jacobi helped at tol 1e-3 only for sigma >= 0.3 x median and
-needed 1.5-5x *more* iterations at tol 1e-6 for most sigma. So it is off by default.
+the training count of each bin divided by R. It is off by default: it saves iterations on some
+problems and costs more on others (``benchmarks/results/design-measurements.md``, "Jacobi for RB-CG").
 The stopping test is on the unpreconditioned residual ||r|| / ||b|| either way.
 
 Under ``distributed.use_client`` (numpy / scipy only) the products Z^T (Z P) run on the dask

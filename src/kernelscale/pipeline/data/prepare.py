@@ -94,8 +94,8 @@ def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
 
     ``cache_dir`` is where url sources are (or get) downloaded; see :mod:`.download`.
     ``threads`` caps the BLAS threads: the per-block products are tall and skinny, where a
-    multi-threaded BLAS on a busy node is many times slower than one thread (measured 30x on
-    8192 x 20 blocks with two cores shared).
+    multi-threaded BLAS on a busy node can be many times slower than one thread
+    (``benchmarks/results/design-measurements.md``, "BLAS threads in prepare").
     ``dask_scheduler``: "local" or a scheduler address to compute PCA moments on (see
     ``distributed.client_from_setting``); None keeps the caller's ``use_client`` setting.
     Raises :class:`DataError` with a one-line message on bad config or bad data.
