@@ -224,8 +224,3 @@ class LabelCoder:
                 raise ValueError("y holds labels that were not seen when the classes were fixed")
             out[lo:lo + len(idx)] = idx
         return out
-
-
-def doc_indent(text: str, pad: str = "    ") -> str:
-    """``text`` with every line indented by ``pad`` (parameter lists shared by docstrings)."""
-    return "\n".join(pad + line if line else line for line in text.splitlines())

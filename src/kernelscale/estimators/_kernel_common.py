@@ -1,7 +1,7 @@
 """Pieces shared by the EigenPro and baseline estimators: kernel/bandwidth/device set-up, target
 coding for regressors and classifiers, chunked prediction through a solver's ``decision``, the
-losses they accept, the ridge of a summed-loss solve, the iterative estimators' training loop and
-the parameter texts several of them share."""
+losses they accept, the ridge of a summed-loss solve and the iterative estimators'
+training loop."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ from ._predict import LabelsFromScores, TargetsFromOutputs
 
 __all__ = ["KernelEstimatorBase", "RegressorTargets", "ClassifierTargets", "IterativeMixin",
            "auto_kernel", "check_loss", "ridge_alpha", "exact_max_n", "n_features_rule",
-           "reject_sparse", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES", "COMMON_KERNEL_DOC",
-           "VERBOSE_DOC"]
+           "reject_sparse", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES"]
 
 
 def n_features_rule(n: int, value, floor: int = 1000) -> int:
@@ -157,18 +156,6 @@ def ridge_alpha(est, n: int) -> float:
     = nu (``_params.reg_and_ridge``)."""
     est.reg_, alpha = reg_and_ridge(est.reg, n, getattr(est, "alpha_sel_", None))
     return alpha
-
-
-# parameter texts several estimators share (numpydoc)
-COMMON_KERNEL_DOC = """kernel : str, default="gaussian"
-    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
-bandwidth : "auto", "median", "median*<f>" or float, default="auto"
-    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
-    the rule behind each"); fitted: ``bandwidth_``."""
-VERBOSE_DOC = """verbose : int, default=0
-    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
-    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
-    change the fitted model."""
 
 
 class IterativeMixin:

@@ -28,7 +28,6 @@ from ..solvers.dsg import DSGConfig, DSGModel, DSGSolver, group_bytes
 from ..solvers.row_cache import RowCache
 from ..stream import BatchStream, is_in_memory, predict_rows, take_rows
 from ._base import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype
-from ._base import doc_indent as _indent
 from ._kernel_common import auto_kernel
 from ._params import ITERS, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, steps
 from ._predict import LabelsFromScores, TargetsFromOutputs
@@ -129,119 +128,6 @@ def new_block_share(variant: str, n_new: int = 1, n_reuse: int = 1) -> float:
     if variant == "udsg":
         return int(n_new) / (int(n_new) + int(n_reuse))
     return 1.0
-
-
-_DSG_PARAMS = """\
-variant : {"dsg", "udsg", "cdsg"}, default="dsg"
-    DSG (paper 003), UDSG (reuses old feature blocks) or CDSG (line search; paper 000).
-kernel : {"gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52"}, \
-default="gaussian"
-bandwidth : "auto", "median", "median*<f>" or float, default="auto"
-    Kernel width sigma. "auto": held-out selection on a slice among the median and narrower
-    multiples (``kernels.selection``; README "Defaults, and the rule behind each"); "median":
-    the median trick ("median*4" for a multiple); or a positive number. Fitted: ``bandwidth_``.
-reg : "auto", float >= 0 or "x/n", default="auto"
-    nu, the RKHS regularisation (nu/2)||f||^2 of the averaged objective. "auto" = alpha / n
-    with alpha (= KernelRidge's alpha) chosen with the bandwidth: nu scales as 1/n like SVM's
-    lambda = 1 / (C n), where a fixed nu over-regularises large n. "x/n": nu = x / n, x in the
-    summed-loss scale (KernelRidge's alpha). The same ``reg`` means the same nu in every
-    kernelscale estimator (``docs/architecture.md``). Fitted: ``reg_``.
-loss : str or None, default=None
-    Loss name (estimator-specific choices, see the class summary).
-loss_params : dict or None, default=None
-    The loss's parameters (epsilon, delta, tau, nu_o).
-batch_size : "auto" or int, default="auto"
-    B, points per iteration; at most n. "auto" = ``auto_batch_size(n, F)``: 4 F, or
-    16 sqrt(n) where larger (paper 003's B >> F). The value used is ``batch_size_``.
-block_size : "auto" or int, default="auto"
-    F, random features per new block. "auto" = ``auto_block_size(n, d)``: max(4 sqrt(n), d / 2)
-    rounded to a power of two, from 256 to 4,096. The value used is ``block_size_``.
-n_iter : "auto", int >= 1 or "K epochs", default="auto"
-    Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B, s)``: four epochs,
-    ceil(4 n / B), and at least 32, for DSG and CDSG; for UDSG, which draws a new block in a
-    share s = G / (G + U) of its steps, that count / sqrt(s), the same cost as DSG's (paper
-    000's comparison at equal time). No upper bound: every row is seen at least four times
-    whatever n. Cost: iteration t evaluates f on the batch over all its blocks, O(m_t B F d)
-    with m_t blocks (DSG: m_t = t; UDSG: G / (G + U) of t; CDSG: as many as its check adds),
-    so E epochs of DSG cost O(E^2 n^2 F d / (2 B)): with the "auto" sizes O(n^2 d) up to
-    n ~ 10^6 (B = 4 F) and O(n^1.5 d) beyond (F capped, B ~ sqrt(n)). "K epochs" =
-    ceil(K ceil(n / B)) iterations. The value used is ``n_iter_per_fit_``.
-eta0 : "auto" or float, default="auto"
-    Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
-    "auto" is the largest stable step: EigenPro's mini-batch bound
-    B / (1 + (B - 1) lambda_1 + B nu) for plain steps, the same with the preconditioned
-    beta and top eigenvalue (measured on the first batch) for "eigenpro" steps, and
-    1 / (1 + nu) for block Newton steps.
-step_schedule : str, default="inverse"
-    Step schedule (``solvers.dsg.DSGConfig.step_size``).
-t0 : "auto" or float, default="auto"
-    Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for the EigenPro
-    step (the regression default), so that its large step halves after every row has been
-    seen once and thirds after two (at a constant step the batch and random-feature noise of
-    B = 4 F batches does not settle); 100 for the block Newton step, which fits each block
-    to its batch. Measurements: ``benchmarks/results/dsg-defaults.md``. The value used is
-    ``t0_``.
-n_new, n_reuse : int, default=1
-    G and U of UDSG.
-precondition : "auto", "eigenpro" or bool, default="auto"
-    How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
-    Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
-    by the EigenPro preconditioner of the block's features on a fixed subsample of
-    ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
-    flattens only the top of the spectrum. False: the plain step of paper 003.
-    "auto" = True for classification losses, "eigenpro" for regression losses when
-    ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
-    and the plain step below that. Why: the plain
-    step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
-    per unit step, too slowly in one epoch on every real set tried. The block Newton step
-    removes that, but it fits each batch within one block (a different ridge problem),
-    which classification tolerates and the square loss does not; EigenPro's milder
-    flattening keeps the square loss's problem and speeds it up. Measured figures are in
-    ``benchmarks/results/``. Fitted: ``precondition_``.
-max_step_ratio : "auto", float or None, default="auto"
-    CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
-    only at the stability limit eta0. "auto": 1 with the EigenPro step, whose gamma_t is
-    already at the stability limit of a block (a reused block stepped at eta0 overshot:
-    protein's test RMSE swung between 0.54 and 0.98 from one stopping point to the next), None
-    with the block Newton and plain steps. Fitted: ``max_step_ratio_``.
-random_state : int, RandomState or None, default=None
-    Seed of the feature blocks (block i is regenerated from (seed, i)), of the batch order
-    and of the "auto" selection's subsample.
-warm_start : bool, default=False
-    Each ``fit`` continues the fitted model for another ``n_iter`` iterations on the same batch
-    sequence (a run cut into segments gives the same model as one long fit).
-engine : dict, kernelscale.engine.Engine or None, default=None
-    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
-    X ``window_rows`` / ``memory_budget`` (MB for two windows, chunk decoding and the batch's
-    features; picks ``window_rows``). In-memory X keeps its default window (a global
-    shuffle). None: the ``engine_context`` / ``set_engine`` options. Fitted: ``engine_``.
-verbose : int, default=0
-    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
-    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
-    change the fitted model."""
-
-_DSG_ATTRS = """\
-model_ : solvers.dsg.DSGModel
-    The fitted function f (feature blocks and coefficients).
-solver_ : solvers.dsg.DSGSolver
-kernel_ : the kernel used; ``bandwidth_`` its sigma.
-reg_ : float
-    nu used.
-precondition_ : bool or "eigenpro"
-n_iter_ : int
-    Iterations so far (over all ``fit`` / ``partial_fit`` calls).
-n_iter_per_fit_ : int
-n_blocks_ : int
-    Feature blocks in f.
-batch_size_, block_size_ : int
-    B (at most n) and F used.
-t0_ : float
-    The step schedule's offset used.
-max_step_ratio_ : float or None
-    CDSG's step cap used (``max_step_ratio``).
-history_ : dict
-    Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
-n_features_in_ : int"""
 
 
 class _DSGBase(OnDevice, KernelscaleEstimator):
@@ -456,7 +342,7 @@ class _DSGBase(OnDevice, KernelscaleEstimator):
 
 
 class DSGRegressor(TargetsFromOutputs, RegressorMixin, _DSGBase):
-    __doc__ = f"""Kernel regression by doubly stochastic gradients (paper 003) or its UDSG/CDSG
+    """Kernel regression by doubly stochastic gradients (paper 003) or its UDSG/CDSG
     variants.
 
     ``loss``: "square" (default; kernel ridge regression), "epsilon_insensitive" (SVR), "huber",
@@ -465,11 +351,116 @@ class DSGRegressor(TargetsFromOutputs, RegressorMixin, _DSGBase):
 
     Parameters
     ----------
-{_indent(_DSG_PARAMS)}
+    variant : {"dsg", "udsg", "cdsg"}, default="dsg"
+        DSG (paper 003), UDSG (reuses old feature blocks) or CDSG (line search; paper 000).
+    kernel : {"gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52"}, default="gaussian"
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        Kernel width sigma. "auto": held-out selection on a slice among the median and narrower
+        multiples (``kernels.selection``; README "Defaults, and the rule behind each"); "median":
+        the median trick ("median*4" for a multiple); or a positive number. Fitted: ``bandwidth_``.
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu, the RKHS regularisation (nu/2)||f||^2 of the averaged objective. "auto" = alpha / n
+        with alpha (= KernelRidge's alpha) chosen with the bandwidth: nu scales as 1/n like SVM's
+        lambda = 1 / (C n), where a fixed nu over-regularises large n. "x/n": nu = x / n, x in the
+        summed-loss scale (KernelRidge's alpha). The same ``reg`` means the same nu in every
+        kernelscale estimator (``docs/architecture.md``). Fitted: ``reg_``.
+    loss : str or None, default=None
+        Loss name (estimator-specific choices, see the class summary).
+    loss_params : dict or None, default=None
+        The loss's parameters (epsilon, delta, tau, nu_o).
+    batch_size : "auto" or int, default="auto"
+        B, points per iteration; at most n. "auto" = ``auto_batch_size(n, F)``: 4 F, or
+        16 sqrt(n) where larger (paper 003's B >> F). The value used is ``batch_size_``.
+    block_size : "auto" or int, default="auto"
+        F, random features per new block. "auto" = ``auto_block_size(n, d)``: max(4 sqrt(n), d / 2)
+        rounded to a power of two, from 256 to 4,096. The value used is ``block_size_``.
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B, s)``: four epochs,
+        ceil(4 n / B), and at least 32, for DSG and CDSG; for UDSG, which draws a new block in a
+        share s = G / (G + U) of its steps, that count / sqrt(s), the same cost as DSG's (paper
+        000's comparison at equal time). No upper bound: every row is seen at least four times
+        whatever n. Cost: iteration t evaluates f on the batch over all its blocks, O(m_t B F d)
+        with m_t blocks (DSG: m_t = t; UDSG: G / (G + U) of t; CDSG: as many as its check adds),
+        so E epochs of DSG cost O(E^2 n^2 F d / (2 B)): with the "auto" sizes O(n^2 d) up to
+        n ~ 10^6 (B = 4 F) and O(n^1.5 d) beyond (F capped, B ~ sqrt(n)). "K epochs" =
+        ceil(K ceil(n / B)) iterations. The value used is ``n_iter_per_fit_``.
+    eta0 : "auto" or float, default="auto"
+        Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
+        "auto" is the largest stable step: EigenPro's mini-batch bound
+        B / (1 + (B - 1) lambda_1 + B nu) for plain steps, the same with the preconditioned
+        beta and top eigenvalue (measured on the first batch) for "eigenpro" steps, and
+        1 / (1 + nu) for block Newton steps.
+    step_schedule : str, default="inverse"
+        Step schedule (``solvers.dsg.DSGConfig.step_size``).
+    t0 : "auto" or float, default="auto"
+        Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for the EigenPro
+        step (the regression default), so that its large step halves after every row has been
+        seen once and thirds after two (at a constant step the batch and random-feature noise of
+        B = 4 F batches does not settle); 100 for the block Newton step, which fits each block
+        to its batch. Measurements: ``benchmarks/results/dsg-defaults.md``. The value used is
+        ``t0_``.
+    n_new, n_reuse : int, default=1
+        G and U of UDSG.
+    precondition : "auto", "eigenpro" or bool, default="auto"
+        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
+        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
+        by the EigenPro preconditioner of the block's features on a fixed subsample of
+        ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
+        flattens only the top of the spectrum. False: the plain step of paper 003.
+        "auto" = True for classification losses, "eigenpro" for regression losses when
+        ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
+        and the plain step below that. Why: the plain
+        step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
+        per unit step, too slowly in one epoch on every real set tried. The block Newton step
+        removes that, but it fits each batch within one block (a different ridge problem),
+        which classification tolerates and the square loss does not; EigenPro's milder
+        flattening keeps the square loss's problem and speeds it up. Measured figures are in
+        ``benchmarks/results/``. Fitted: ``precondition_``.
+    max_step_ratio : "auto", float or None, default="auto"
+        CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
+        only at the stability limit eta0. "auto": 1 with the EigenPro step, whose gamma_t is
+        already at the stability limit of a block (a reused block stepped at eta0 overshot:
+        protein's test RMSE swung between 0.54 and 0.98 from one stopping point to the next), None
+        with the block Newton and plain steps. Fitted: ``max_step_ratio_``.
+    random_state : int, RandomState or None, default=None
+        Seed of the feature blocks (block i is regenerated from (seed, i)), of the batch order
+        and of the "auto" selection's subsample.
+    warm_start : bool, default=False
+        Each ``fit`` continues the fitted model for another ``n_iter`` iterations on the same batch
+        sequence (a run cut into segments gives the same model as one long fit).
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
+        X ``window_rows`` / ``memory_budget`` (MB for two windows, chunk decoding and the batch's
+        features; picks ``window_rows``). In-memory X keeps its default window (a global
+        shuffle). None: the ``engine_context`` / ``set_engine`` options. Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
-{_indent(_DSG_ATTRS)}
+    model_ : solvers.dsg.DSGModel
+        The fitted function f (feature blocks and coefficients).
+    solver_ : solvers.dsg.DSGSolver
+    kernel_ : the kernel used; ``bandwidth_`` its sigma.
+    reg_ : float
+        nu used.
+    precondition_ : bool or "eigenpro"
+    n_iter_ : int
+        Iterations so far (over all ``fit`` / ``partial_fit`` calls).
+    n_iter_per_fit_ : int
+    n_blocks_ : int
+        Feature blocks in f.
+    batch_size_, block_size_ : int
+        B (at most n) and F used.
+    t0_ : float
+        The step schedule's offset used.
+    max_step_ratio_ : float or None
+        CDSG's step cap used (``max_step_ratio``).
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
+    n_features_in_ : int
 
     Examples
     --------
@@ -529,7 +520,7 @@ class DSGRegressor(TargetsFromOutputs, RegressorMixin, _DSGBase):
 
 
 class DSGClassifier(LabelsFromScores, ClassifierMixin, _DSGBase):
-    __doc__ = f"""Kernel classification by doubly stochastic gradients (paper 003) or UDSG/CDSG
+    """Kernel classification by doubly stochastic gradients (paper 003) or UDSG/CDSG
     (paper 000).
 
     ``loss``: None picks "logistic" for two classes and "softmax" for more; "hinge" (SVM) and
@@ -537,13 +528,118 @@ class DSGClassifier(LabelsFromScores, ClassifierMixin, _DSGBase):
 
     Parameters
     ----------
-{_indent(_DSG_PARAMS)}
+    variant : {"dsg", "udsg", "cdsg"}, default="dsg"
+        DSG (paper 003), UDSG (reuses old feature blocks) or CDSG (line search; paper 000).
+    kernel : {"gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52"}, default="gaussian"
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        Kernel width sigma. "auto": held-out selection on a slice among the median and narrower
+        multiples (``kernels.selection``; README "Defaults, and the rule behind each"); "median":
+        the median trick ("median*4" for a multiple); or a positive number. Fitted: ``bandwidth_``.
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu, the RKHS regularisation (nu/2)||f||^2 of the averaged objective. "auto" = alpha / n
+        with alpha (= KernelRidge's alpha) chosen with the bandwidth: nu scales as 1/n like SVM's
+        lambda = 1 / (C n), where a fixed nu over-regularises large n. "x/n": nu = x / n, x in the
+        summed-loss scale (KernelRidge's alpha). The same ``reg`` means the same nu in every
+        kernelscale estimator (``docs/architecture.md``). Fitted: ``reg_``.
+    loss : str or None, default=None
+        Loss name (estimator-specific choices, see the class summary).
+    loss_params : dict or None, default=None
+        The loss's parameters (epsilon, delta, tau, nu_o).
+    batch_size : "auto" or int, default="auto"
+        B, points per iteration; at most n. "auto" = ``auto_batch_size(n, F)``: 4 F, or
+        16 sqrt(n) where larger (paper 003's B >> F). The value used is ``batch_size_``.
+    block_size : "auto" or int, default="auto"
+        F, random features per new block. "auto" = ``auto_block_size(n, d)``: max(4 sqrt(n), d / 2)
+        rounded to a power of two, from 256 to 4,096. The value used is ``block_size_``.
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B, s)``: four epochs,
+        ceil(4 n / B), and at least 32, for DSG and CDSG; for UDSG, which draws a new block in a
+        share s = G / (G + U) of its steps, that count / sqrt(s), the same cost as DSG's (paper
+        000's comparison at equal time). No upper bound: every row is seen at least four times
+        whatever n. Cost: iteration t evaluates f on the batch over all its blocks, O(m_t B F d)
+        with m_t blocks (DSG: m_t = t; UDSG: G / (G + U) of t; CDSG: as many as its check adds),
+        so E epochs of DSG cost O(E^2 n^2 F d / (2 B)): with the "auto" sizes O(n^2 d) up to
+        n ~ 10^6 (B = 4 F) and O(n^1.5 d) beyond (F capped, B ~ sqrt(n)). "K epochs" =
+        ceil(K ceil(n / B)) iterations. The value used is ``n_iter_per_fit_``.
+    eta0 : "auto" or float, default="auto"
+        Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
+        "auto" is the largest stable step: EigenPro's mini-batch bound
+        B / (1 + (B - 1) lambda_1 + B nu) for plain steps, the same with the preconditioned
+        beta and top eigenvalue (measured on the first batch) for "eigenpro" steps, and
+        1 / (1 + nu) for block Newton steps.
+    step_schedule : str, default="inverse"
+        Step schedule (``solvers.dsg.DSGConfig.step_size``).
+    t0 : "auto" or float, default="auto"
+        Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for the EigenPro
+        step (the regression default), so that its large step halves after every row has been
+        seen once and thirds after two (at a constant step the batch and random-feature noise of
+        B = 4 F batches does not settle); 100 for the block Newton step, which fits each block
+        to its batch. Measurements: ``benchmarks/results/dsg-defaults.md``. The value used is
+        ``t0_``.
+    n_new, n_reuse : int, default=1
+        G and U of UDSG.
+    precondition : "auto", "eigenpro" or bool, default="auto"
+        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
+        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
+        by the EigenPro preconditioner of the block's features on a fixed subsample of
+        ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
+        flattens only the top of the spectrum. False: the plain step of paper 003.
+        "auto" = True for classification losses, "eigenpro" for regression losses when
+        ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
+        and the plain step below that. Why: the plain
+        step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
+        per unit step, too slowly in one epoch on every real set tried. The block Newton step
+        removes that, but it fits each batch within one block (a different ridge problem),
+        which classification tolerates and the square loss does not; EigenPro's milder
+        flattening keeps the square loss's problem and speeds it up. Measured figures are in
+        ``benchmarks/results/``. Fitted: ``precondition_``.
+    max_step_ratio : "auto", float or None, default="auto"
+        CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
+        only at the stability limit eta0. "auto": 1 with the EigenPro step, whose gamma_t is
+        already at the stability limit of a block (a reused block stepped at eta0 overshot:
+        protein's test RMSE swung between 0.54 and 0.98 from one stopping point to the next), None
+        with the block Newton and plain steps. Fitted: ``max_step_ratio_``.
+    random_state : int, RandomState or None, default=None
+        Seed of the feature blocks (block i is regenerated from (seed, i)), of the batch order
+        and of the "auto" selection's subsample.
+    warm_start : bool, default=False
+        Each ``fit`` continues the fitted model for another ``n_iter`` iterations on the same batch
+        sequence (a run cut into segments gives the same model as one long fit).
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
+        X ``window_rows`` / ``memory_budget`` (MB for two windows, chunk decoding and the batch's
+        features; picks ``window_rows``). In-memory X keeps its default window (a global
+        shuffle). None: the ``engine_context`` / ``set_engine`` options. Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
     classes_ : ndarray
         The class labels.
-{_indent(_DSG_ATTRS)}
+    model_ : solvers.dsg.DSGModel
+        The fitted function f (feature blocks and coefficients).
+    solver_ : solvers.dsg.DSGSolver
+    kernel_ : the kernel used; ``bandwidth_`` its sigma.
+    reg_ : float
+        nu used.
+    precondition_ : bool or "eigenpro"
+    n_iter_ : int
+        Iterations so far (over all ``fit`` / ``partial_fit`` calls).
+    n_iter_per_fit_ : int
+    n_blocks_ : int
+        Feature blocks in f.
+    batch_size_, block_size_ : int
+        B (at most n) and F used.
+    t0_ : float
+        The step schedule's offset used.
+    max_step_ratio_ : float or None
+        CDSG's step cap used (``max_step_ratio``).
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
+    n_features_in_ : int
 
     Examples
     --------
@@ -650,7 +746,7 @@ class DSGClassifier(LabelsFromScores, ClassifierMixin, _DSGBase):
 
 
 class DSGOneClass(OutlierMixin, _DSGBase):
-    __doc__ = f"""Novelty detection by DSG with the one-class loss (paper 003, section 4;
+    """Novelty detection by DSG with the one-class loss (paper 003, section 4;
     ``losses.Novelty``).
 
     ``nu_o`` (in ``loss_params``, default 0.1) is the fraction of training points left outside.
@@ -659,13 +755,118 @@ class DSGOneClass(OutlierMixin, _DSGBase):
 
     Parameters
     ----------
-{_indent(_DSG_PARAMS)}
+    variant : {"dsg", "udsg", "cdsg"}, default="dsg"
+        DSG (paper 003), UDSG (reuses old feature blocks) or CDSG (line search; paper 000).
+    kernel : {"gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52"}, default="gaussian"
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        Kernel width sigma. "auto": held-out selection on a slice among the median and narrower
+        multiples (``kernels.selection``; README "Defaults, and the rule behind each"); "median":
+        the median trick ("median*4" for a multiple); or a positive number. Fitted: ``bandwidth_``.
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu, the RKHS regularisation (nu/2)||f||^2 of the averaged objective. "auto" = alpha / n
+        with alpha (= KernelRidge's alpha) chosen with the bandwidth: nu scales as 1/n like SVM's
+        lambda = 1 / (C n), where a fixed nu over-regularises large n. "x/n": nu = x / n, x in the
+        summed-loss scale (KernelRidge's alpha). The same ``reg`` means the same nu in every
+        kernelscale estimator (``docs/architecture.md``). Fitted: ``reg_``.
+    loss : str or None, default=None
+        Loss name (estimator-specific choices, see the class summary).
+    loss_params : dict or None, default=None
+        The loss's parameters (epsilon, delta, tau, nu_o).
+    batch_size : "auto" or int, default="auto"
+        B, points per iteration; at most n. "auto" = ``auto_batch_size(n, F)``: 4 F, or
+        16 sqrt(n) where larger (paper 003's B >> F). The value used is ``batch_size_``.
+    block_size : "auto" or int, default="auto"
+        F, random features per new block. "auto" = ``auto_block_size(n, d)``: max(4 sqrt(n), d / 2)
+        rounded to a power of two, from 256 to 4,096. The value used is ``block_size_``.
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Iterations per ``fit`` call. "auto" = ``auto_iterations(n, B, s)``: four epochs,
+        ceil(4 n / B), and at least 32, for DSG and CDSG; for UDSG, which draws a new block in a
+        share s = G / (G + U) of its steps, that count / sqrt(s), the same cost as DSG's (paper
+        000's comparison at equal time). No upper bound: every row is seen at least four times
+        whatever n. Cost: iteration t evaluates f on the batch over all its blocks, O(m_t B F d)
+        with m_t blocks (DSG: m_t = t; UDSG: G / (G + U) of t; CDSG: as many as its check adds),
+        so E epochs of DSG cost O(E^2 n^2 F d / (2 B)): with the "auto" sizes O(n^2 d) up to
+        n ~ 10^6 (B = 4 F) and O(n^1.5 d) beyond (F capped, B ~ sqrt(n)). "K epochs" =
+        ceil(K ceil(n / B)) iterations. The value used is ``n_iter_per_fit_``.
+    eta0 : "auto" or float, default="auto"
+        Step size gamma_t = eta0 / (1 + t / t0) (see ``solvers.dsg.DSGConfig.step_size``).
+        "auto" is the largest stable step: EigenPro's mini-batch bound
+        B / (1 + (B - 1) lambda_1 + B nu) for plain steps, the same with the preconditioned
+        beta and top eigenvalue (measured on the first batch) for "eigenpro" steps, and
+        1 / (1 + nu) for block Newton steps.
+    step_schedule : str, default="inverse"
+        Step schedule (``solvers.dsg.DSGConfig.step_size``).
+    t0 : "auto" or float, default="auto"
+        Offset of the step schedule. "auto": one epoch, ceil(n / B) iterations, for the EigenPro
+        step (the regression default), so that its large step halves after every row has been
+        seen once and thirds after two (at a constant step the batch and random-feature noise of
+        B = 4 F batches does not settle); 100 for the block Newton step, which fits each block
+        to its batch. Measurements: ``benchmarks/results/dsg-defaults.md``. The value used is
+        ``t0_``.
+    n_new, n_reuse : int, default=1
+        G and U of UDSG.
+    precondition : "auto", "eigenpro" or bool, default="auto"
+        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
+        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
+        by the EigenPro preconditioner of the block's features on a fixed subsample of
+        ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
+        flattens only the top of the spectrum. False: the plain step of paper 003.
+        "auto" = True for classification losses, "eigenpro" for regression losses when
+        ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
+        and the plain step below that. Why: the plain
+        step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
+        per unit step, too slowly in one epoch on every real set tried. The block Newton step
+        removes that, but it fits each batch within one block (a different ridge problem),
+        which classification tolerates and the square loss does not; EigenPro's milder
+        flattening keeps the square loss's problem and speeds it up. Measured figures are in
+        ``benchmarks/results/``. Fitted: ``precondition_``.
+    max_step_ratio : "auto", float or None, default="auto"
+        CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
+        only at the stability limit eta0. "auto": 1 with the EigenPro step, whose gamma_t is
+        already at the stability limit of a block (a reused block stepped at eta0 overshot:
+        protein's test RMSE swung between 0.54 and 0.98 from one stopping point to the next), None
+        with the block Newton and plain steps. Fitted: ``max_step_ratio_``.
+    random_state : int, RandomState or None, default=None
+        Seed of the feature blocks (block i is regenerated from (seed, i)), of the batch order
+        and of the "auto" selection's subsample.
+    warm_start : bool, default=False
+        Each ``fit`` continues the fitted model for another ``n_iter`` iterations on the same batch
+        sequence (a run cut into segments gives the same model as one long fit).
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
+        X ``window_rows`` / ``memory_budget`` (MB for two windows, chunk decoding and the batch's
+        features; picks ``window_rows``). In-memory X keeps its default window (a global
+        shuffle). None: the ``engine_context`` / ``set_engine`` options. Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
     offset_ : float
         rho, the threshold on f.
-{_indent(_DSG_ATTRS)}
+    model_ : solvers.dsg.DSGModel
+        The fitted function f (feature blocks and coefficients).
+    solver_ : solvers.dsg.DSGSolver
+    kernel_ : the kernel used; ``bandwidth_`` its sigma.
+    reg_ : float
+        nu used.
+    precondition_ : bool or "eigenpro"
+    n_iter_ : int
+        Iterations so far (over all ``fit`` / ``partial_fit`` calls).
+    n_iter_per_fit_ : int
+    n_blocks_ : int
+        Feature blocks in f.
+    batch_size_, block_size_ : int
+        B (at most n) and F used.
+    t0_ : float
+        The step schedule's offset used.
+    max_step_ratio_ : float or None
+        CDSG's step cap used (``max_step_ratio``).
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
+    n_features_in_ : int
 
     Examples
     --------

@@ -23,7 +23,6 @@ from ..kernels import FourierBlocks
 from ..solvers._common import Progress, load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
 from ..stream import BatchStream, is_in_memory
-from ._base import doc_indent
 from ._kernel_common import (
     ClassifierTargets,
     KernelEstimatorBase,
@@ -34,80 +33,6 @@ from ._params import CONFIG_ONLY, ITERS, Int, OneOf, Real, steps
 METHODS = ("kernel", "rff")
 DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # paper 004 §6: tau = 1 primal/kernel, 1/4 for RF
 AUTO_EPOCHS = 10  # n_iter="auto": epochs per fit
-
-
-_EP_PARAMS = """\
-method : {"kernel", "rff"}, default="kernel"
-    "kernel": EigenPro in the RKHS over the training points; "rff": EigenPro on random Fourier
-    features.
-kernel : str, default="gaussian"
-    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
-bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
-    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
-    the rule behind each"). EigenPro has no ``reg``: it solves the interpolation problem
-    (nu -> 0) and, like the paper (§5), stops after a few epochs (early stopping regularises).
-n_eigenvectors : int, default=160
-    k, top eigendirections flattened by the preconditioner (paper: 160); capped so that
-    lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``; the value used is
-    ``n_eigenvectors_``); 0 runs the same loop without a preconditioner (plain SGD).
-subsample_size : int, default=4800
-    M, rows whose eigensystem estimates the preconditioner (paper: 4800); a value above n is
-    capped at n (all rows; fitted: ``subsample_size_``).
-tau : "auto" or float in (0, 1], default="auto"
-    Damping of the preconditioner; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
-    With ``n_eigenvectors=0`` there is no preconditioner: another value is a ValueError.
-batch_size : "auto" or int, default="auto"
-    m (an integer above n is capped at n; fitted: ``batch_size_``), or "auto" =
-    min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (§4; 256 is the paper's m for
-    every method, §6 - plain SGD's m* is ~1-2), evened out over the epoch
-    (``solvers.eigenpro.choose_batch_and_step``). A shorter last batch gets the (S1) step of
-    its own size.
-eta : "auto" or float, default="auto"
-    Step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see ``preconditioners``).
-n_iter : "auto", int >= 1 or "K epochs", default="auto"
-    Iterations (mini-batch steps) per ``fit`` call. "auto" = 10 epochs, 10 ceil(n / m): the
-    paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
-    (pipeline's) held-out curve.
-n_components : int, default=2000
-    D, random features for ``method="rff"``; ignored with "kernel" (scikit-learn's estimator
-    checks set it on every estimator that has it). The pipeline's config check refuses it for
-    the kernel method (``eigenpro: {params: {n_components: ...}}``).
-eig_method : {"auto", "eigh", "randomized"}, default="auto"
-    Top-k eigensystem of the subsample.
-warm_start : bool, default=False
-    Each ``fit`` continues for another ``n_iter`` iterations.
-random_state : int, RandomState or None, default=None
-engine : dict, kernelscale.engine.Engine or None, default=None
-    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``; with
-    ``method="rff"`` and on-disk X also ``window_rows`` / ``memory_budget`` (the feature
-    matrix is batch x n_components). Fitted: ``engine_``.
-verbose : int, default=0
-    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
-    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
-    change the fitted model."""
-
-_EP_ATTRS = """\
-solver_ : solvers.eigenpro.KernelEigenPro or RFFEigenPro
-batch_size_ : int
-    m used.
-subsample_size_ : int
-    M used: ``subsample_size``, at most n.
-eta_ : float
-    Step size used.
-n_eigenvectors_ : int
-    k used.
-lambda_top_, lambda_next_ : float
-    lambda_1 and lambda_{k+1} of the subsample's kernel operator.
-beta_ : float
-    max k(x, x) over the subsample.
-n_iter_ : int
-    Iterations so far.
-n_epochs_ : float
-    Passes so far.
-history_ : dict
-    Per-iteration records: iter, time, objective (batch MSE).
-bandwidth_ : float
-n_features_in_ : int"""
 
 
 class _EigenProBase(KernelEstimatorBase):
@@ -225,18 +150,85 @@ class _EigenProBase(KernelEstimatorBase):
 
 
 class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
-    __doc__ = f"""EigenPro least-squares regression (paper 004); multi-output y allowed.
+    """EigenPro least-squares regression (paper 004); multi-output y allowed.
 
     Mini-batch SGD on the square loss whose top-k eigendirections are flattened by a
     preconditioner estimated on a subsample, so that a much larger step is stable.
 
     Parameters
     ----------
-{doc_indent(_EP_PARAMS)}
+    method : {"kernel", "rff"}, default="kernel"
+        "kernel": EigenPro in the RKHS over the training points; "rff": EigenPro on random Fourier
+        features.
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"). EigenPro has no ``reg``: it solves the interpolation problem
+        (nu -> 0) and, like the paper (§5), stops after a few epochs (early stopping regularises).
+    n_eigenvectors : int, default=160
+        k, top eigendirections flattened by the preconditioner (paper: 160); capped so that
+        lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``; the value used is
+        ``n_eigenvectors_``); 0 runs the same loop without a preconditioner (plain SGD).
+    subsample_size : int, default=4800
+        M, rows whose eigensystem estimates the preconditioner (paper: 4800); a value above n is
+        capped at n (all rows; fitted: ``subsample_size_``).
+    tau : "auto" or float in (0, 1], default="auto"
+        Damping of the preconditioner; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
+        With ``n_eigenvectors=0`` there is no preconditioner: another value is a ValueError.
+    batch_size : "auto" or int, default="auto"
+        m (an integer above n is capped at n; fitted: ``batch_size_``), or "auto" =
+        min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (§4; 256 is the paper's m for
+        every method, §6 - plain SGD's m* is ~1-2), evened out over the epoch
+        (``solvers.eigenpro.choose_batch_and_step``). A shorter last batch gets the (S1) step of
+        its own size.
+    eta : "auto" or float, default="auto"
+        Step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see ``preconditioners``).
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Iterations (mini-batch steps) per ``fit`` call. "auto" = 10 epochs, 10 ceil(n / m): the
+        paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
+        (pipeline's) held-out curve.
+    n_components : int, default=2000
+        D, random features for ``method="rff"``; ignored with "kernel" (scikit-learn's estimator
+        checks set it on every estimator that has it). The pipeline's config check refuses it for
+        the kernel method (``eigenpro: {params: {n_components: ...}}``).
+    eig_method : {"auto", "eigh", "randomized"}, default="auto"
+        Top-k eigensystem of the subsample.
+    warm_start : bool, default=False
+        Each ``fit`` continues for another ``n_iter`` iterations.
+    random_state : int, RandomState or None, default=None
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``; with
+        ``method="rff"`` and on-disk X also ``window_rows`` / ``memory_budget`` (the feature
+        matrix is batch x n_components). Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
-{doc_indent(_EP_ATTRS)}
+    solver_ : solvers.eigenpro.KernelEigenPro or RFFEigenPro
+    batch_size_ : int
+        m used.
+    subsample_size_ : int
+        M used: ``subsample_size``, at most n.
+    eta_ : float
+        Step size used.
+    n_eigenvectors_ : int
+        k used.
+    lambda_top_, lambda_next_ : float
+        lambda_1 and lambda_{k+1} of the subsample's kernel operator.
+    beta_ : float
+        max k(x, x) over the subsample.
+    n_iter_ : int
+        Iterations so far.
+    n_epochs_ : float
+        Passes so far.
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch MSE).
+    bandwidth_ : float
+    n_features_in_ : int
 
     Examples
     --------
@@ -266,18 +258,85 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
 
 
 class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
-    __doc__ = f"""EigenPro classification: least squares on one-hot targets, predict by argmax
+    """EigenPro classification: least squares on one-hot targets, predict by argmax
     (paper 004).
 
     Parameters
     ----------
-{doc_indent(_EP_PARAMS)}
+    method : {"kernel", "rff"}, default="kernel"
+        "kernel": EigenPro in the RKHS over the training points; "rff": EigenPro on random Fourier
+        features.
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"). EigenPro has no ``reg``: it solves the interpolation problem
+        (nu -> 0) and, like the paper (§5), stops after a few epochs (early stopping regularises).
+    n_eigenvectors : int, default=160
+        k, top eigendirections flattened by the preconditioner (paper: 160); capped so that
+        lambda_{k+1} >= max k(x,x) / M (see ``preconditioners.resolvable_k``; the value used is
+        ``n_eigenvectors_``); 0 runs the same loop without a preconditioner (plain SGD).
+    subsample_size : int, default=4800
+        M, rows whose eigensystem estimates the preconditioner (paper: 4800); a value above n is
+        capped at n (all rows; fitted: ``subsample_size_``).
+    tau : "auto" or float in (0, 1], default="auto"
+        Damping of the preconditioner; "auto" = 1 for "kernel", 1/4 for "rff" (paper 004 §6).
+        With ``n_eigenvectors=0`` there is no preconditioner: another value is a ValueError.
+    batch_size : "auto" or int, default="auto"
+        m (an integer above n is capped at n; fitted: ``batch_size_``), or "auto" =
+        min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (§4; 256 is the paper's m for
+        every method, §6 - plain SGD's m* is ~1-2), evened out over the epoch
+        (``solvers.eigenpro.choose_batch_and_step``). A shorter last batch gets the (S1) step of
+        its own size.
+    eta : "auto" or float, default="auto"
+        Step size, or "auto" = m / (beta + (m - 1) lambda_{k+1}) (§4; see ``preconditioners``).
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Iterations (mini-batch steps) per ``fit`` call. "auto" = 10 epochs, 10 ceil(n / m): the
+        paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
+        (pipeline's) held-out curve.
+    n_components : int, default=2000
+        D, random features for ``method="rff"``; ignored with "kernel" (scikit-learn's estimator
+        checks set it on every estimator that has it). The pipeline's config check refuses it for
+        the kernel method (``eigenpro: {params: {n_components: ...}}``).
+    eig_method : {"auto", "eigh", "randomized"}, default="auto"
+        Top-k eigensystem of the subsample.
+    warm_start : bool, default=False
+        Each ``fit`` continues for another ``n_iter`` iterations.
+    random_state : int, RandomState or None, default=None
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``; with
+        ``method="rff"`` and on-disk X also ``window_rows`` / ``memory_budget`` (the feature
+        matrix is batch x n_components). Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
     classes_ : ndarray
         The class labels.
-{doc_indent(_EP_ATTRS)}
+    solver_ : solvers.eigenpro.KernelEigenPro or RFFEigenPro
+    batch_size_ : int
+        m used.
+    subsample_size_ : int
+        M used: ``subsample_size``, at most n.
+    eta_ : float
+        Step size used.
+    n_eigenvectors_ : int
+        k used.
+    lambda_top_, lambda_next_ : float
+        lambda_1 and lambda_{k+1} of the subsample's kernel operator.
+    beta_ : float
+        max k(x, x) over the subsample.
+    n_iter_ : int
+        Iterations so far.
+    n_epochs_ : float
+        Passes so far.
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch MSE).
+    bandwidth_ : float
+    n_features_in_ : int
 
     Examples
     --------

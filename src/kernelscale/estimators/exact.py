@@ -14,9 +14,8 @@ from ..backend import DeviceError, resolve_device
 from ..rng import seed_from
 from ..solvers._common import load_rows
 from ..solvers.exact import ExactKRR
-from ._base import LabelCoder, check_X, check_X_y, doc_indent
+from ._base import LabelCoder, check_X, check_X_y
 from ._kernel_common import (
-    COMMON_KERNEL_DOC,
     ClassifierTargets,
     KernelEstimatorBase,
     RegressorTargets,
@@ -32,36 +31,6 @@ from ._params import (
     Real,
     reg_and_ridge,
 )
-
-_EXACT_KRR_PARAMS = f"""\
-reg : "auto", float > 0 or "x/n", default="auto"
-    nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2; the system solved
-    is (K + alpha I) c = Y with scikit-learn's ``KernelRidge`` alpha = n nu. "auto": alpha
-    chosen with the bandwidth by held-out selection on a slice (``kernels.selection``; README
-    "Defaults, and the rule behind each"), whose proxy is this very estimator on a 1,000-row
-    slice; nu = alpha / n. Must be > 0 (the Cholesky factorisation needs K + alpha I positive
-    definite). Fitted: ``reg_``.
-{COMMON_KERNEL_DOC}
-max_n : "auto" or int >= 1, default="auto"
-    Largest n accepted; more rows is a one-line error pointing at the scalable methods.
-    "auto" = the n whose n x n kernel matrix (in the engine's dtype) takes at most 60 % of the memory
-    available when ``fit`` starts (``_kernel_common.exact_max_n``): the matrix is factored in
-    place, so it is the one n^2 allocation, and 40 % stays for everything else.
-random_state : int, RandomState or None, default=None
-    Seed of the "auto" / "median" selection's subsample (the solve itself has no randomness).
-engine : dict, kernelscale.engine.Engine or None, default=None
-    Where and how to compute (``kernelscale.engine``): ``device`` and ``dtype`` (of the kernel
-    matrix and the solve). Fitted: ``engine_``."""
-
-_EXACT_KRR_ATTRS = """\
-solver_ : solvers.exact.ExactKRR
-    The training rows ``X`` and the coefficients ``coef`` (n, C): f = sum_i c_i k(x_i, .).
-reg_ : float
-    nu used (the ridge solved is n ``reg_``).
-kernel_ : kernels.shift_invariant.Kernel
-    The kernel used; ``bandwidth_`` is its sigma.
-bandwidth_ : float
-n_features_in_ : int"""
 
 
 class _ExactKRRBase(KernelEstimatorBase):
@@ -109,25 +78,50 @@ class _ExactKRRBase(KernelEstimatorBase):
         return self
 
 
-_EXACT_KRR_METHOD = """Exact kernel ridge regression by a direct solve (``solvers.exact``): the
+class ExactKRRRegressor(RegressorTargets, RegressorMixin, _ExactKRRBase):
+    """Exact kernel ridge regression by a direct solve (``solvers.exact``): the
     reference solution of the papers' square-loss experiments (paper 004 §6: "direct solution
     of kernel regularized least squares (KRLS) is used to obtain the reference error"; the
     square-loss case of paper 003's problem (nu/2)||f||^2 + E loss(f(x), y), solved exactly).
 
     f = sum_i c_i k(x_i, .) with (K + n nu I) c = Y, K the n x n kernel matrix of the
-    training rows: O(n^2) memory and O(n^3) time, so n is capped by ``max_n``."""
-
-
-class ExactKRRRegressor(RegressorTargets, RegressorMixin, _ExactKRRBase):
-    __doc__ = f"""{_EXACT_KRR_METHOD} Multi-output y allowed.
+    training rows: O(n^2) memory and O(n^3) time, so n is capped by ``max_n``. Multi-output y allowed.
 
     Parameters
     ----------
-{doc_indent(_EXACT_KRR_PARAMS)}
+    reg : "auto", float > 0 or "x/n", default="auto"
+        nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2; the system solved
+        is (K + alpha I) c = Y with scikit-learn's ``KernelRidge`` alpha = n nu. "auto": alpha
+        chosen with the bandwidth by held-out selection on a slice (``kernels.selection``; README
+        "Defaults, and the rule behind each"), whose proxy is this very estimator on a 1,000-row
+        slice; nu = alpha / n. Must be > 0 (the Cholesky factorisation needs K + alpha I positive
+        definite). Fitted: ``reg_``.
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    max_n : "auto" or int >= 1, default="auto"
+        Largest n accepted; more rows is a one-line error pointing at the scalable methods.
+        "auto" = the n whose n x n kernel matrix (in the engine's dtype) takes at most 60 % of the memory
+        available when ``fit`` starts (``_kernel_common.exact_max_n``): the matrix is factored in
+        place, so it is the one n^2 allocation, and 40 % stays for everything else.
+    random_state : int, RandomState or None, default=None
+        Seed of the "auto" / "median" selection's subsample (the solve itself has no randomness).
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device`` and ``dtype`` (of the kernel
+        matrix and the solve). Fitted: ``engine_``.
 
     Attributes
     ----------
-{doc_indent(_EXACT_KRR_ATTRS)}
+    solver_ : solvers.exact.ExactKRR
+        The training rows ``X`` and the coefficients ``coef`` (n, C): f = sum_i c_i k(x_i, .).
+    reg_ : float
+        nu used (the ridge solved is n ``reg_``).
+    kernel_ : kernels.shift_invariant.Kernel
+        The kernel used; ``bandwidth_`` is its sigma.
+    bandwidth_ : float
+    n_features_in_ : int
 
     Examples
     --------
@@ -141,18 +135,52 @@ class ExactKRRRegressor(RegressorTargets, RegressorMixin, _ExactKRRBase):
 
 
 class ExactKRRClassifier(ClassifierTargets, ClassifierMixin, _ExactKRRBase):
-    __doc__ = f"""{_EXACT_KRR_METHOD} Classification: ridge on {{-1, +1}} targets (one column
+    """Exact kernel ridge regression by a direct solve (``solvers.exact``): the
+    reference solution of the papers' square-loss experiments (paper 004 §6: "direct solution
+    of kernel regularized least squares (KRLS) is used to obtain the reference error"; the
+    square-loss case of paper 003's problem (nu/2)||f||^2 + E loss(f(x), y), solved exactly).
+
+    f = sum_i c_i k(x_i, .) with (K + n nu I) c = Y, K the n x n kernel matrix of the
+    training rows: O(n^2) memory and O(n^3) time, so n is capped by ``max_n``. Classification: ridge on {-1, +1} targets (one column
     for two classes, one-vs-all columns for more), predict by sign / argmax.
 
     Parameters
     ----------
-{doc_indent(_EXACT_KRR_PARAMS)}
+    reg : "auto", float > 0 or "x/n", default="auto"
+        nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2; the system solved
+        is (K + alpha I) c = Y with scikit-learn's ``KernelRidge`` alpha = n nu. "auto": alpha
+        chosen with the bandwidth by held-out selection on a slice (``kernels.selection``; README
+        "Defaults, and the rule behind each"), whose proxy is this very estimator on a 1,000-row
+        slice; nu = alpha / n. Must be > 0 (the Cholesky factorisation needs K + alpha I positive
+        definite). Fitted: ``reg_``.
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    max_n : "auto" or int >= 1, default="auto"
+        Largest n accepted; more rows is a one-line error pointing at the scalable methods.
+        "auto" = the n whose n x n kernel matrix (in the engine's dtype) takes at most 60 % of the memory
+        available when ``fit`` starts (``_kernel_common.exact_max_n``): the matrix is factored in
+        place, so it is the one n^2 allocation, and 40 % stays for everything else.
+    random_state : int, RandomState or None, default=None
+        Seed of the "auto" / "median" selection's subsample (the solve itself has no randomness).
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device`` and ``dtype`` (of the kernel
+        matrix and the solve). Fitted: ``engine_``.
 
     Attributes
     ----------
     classes_ : ndarray
         The class labels.
-{doc_indent(_EXACT_KRR_ATTRS)}
+    solver_ : solvers.exact.ExactKRR
+        The training rows ``X`` and the coefficients ``coef`` (n, C): f = sum_i c_i k(x_i, .).
+    reg_ : float
+        nu used (the ridge solved is n ``reg_``).
+    kernel_ : kernels.shift_invariant.Kernel
+        The kernel used; ``bandwidth_`` is its sigma.
+    bandwidth_ : float
+    n_features_in_ : int
 
     Examples
     --------
@@ -165,7 +193,6 @@ class ExactKRRClassifier(ClassifierTargets, ClassifierMixin, _ExactKRRBase):
     """
 
 
-
 class _KernelFunction:
     """Picklable callable kernel for LIBSVM: K(A, B) as numpy float64."""
 
@@ -174,67 +201,6 @@ class _KernelFunction:
 
     def __call__(self, A, B):
         return self.kernel(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64))
-
-
-_SVM_PARAMS = """\
-reg : "auto", float > 0 or "x/n", default="auto"
-    nu of the averaged objective (nu/2)||f||^2 + (1/n) sum loss, like every kernelscale
-    estimator; LIBSVM is run with C = 1 / (n nu) (its (1/2)||f||^2 + C sum loss is the same
-    problem times 1 / nu). "auto" = alpha / n with alpha (scikit-learn's ``KernelRidge`` alpha)
-    chosen with the bandwidth by held-out selection on a slice (``kernels.selection``; README
-    "Defaults, and the rule behind each"), i.e. C = 1 / alpha. Fitted: ``reg_`` and ``C_``.
-    (LIBSVM's ``C`` is not a parameter here: pass reg = 1 / (n C).)
-kernel : str, default="gaussian"
-    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
-    "gaussian" runs as LIBSVM's own rbf with gamma = 1 / (2 sigma^2); the others as a callable
-    kernel (a Gram matrix computed by kernelscale: slower, and O(n^2) memory).
-bandwidth : "auto", "median", "median*<f>" or float, default="auto"
-    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
-    the rule behind each"); fitted: ``bandwidth_``.
-epsilon : float, default=0.1
-    ``ExactSVMRegressor`` only (the classifier refuses another value: it would be ignored):
-    half-width of SVR's epsilon-insensitive tube, in the units of y. 0.1 is LIBSVM's and scikit-learn's default;
-    for y scaled to unit variance it ignores residuals below a tenth of y's spread.
-tol : float, default=1e-3
-    Stopping tolerance of LIBSVM's SMO solver (its KKT-violation bound); 1e-3 is LIBSVM's and
-    scikit-learn's default.
-cache_size : float, default=500
-    MB of LIBSVM's kernel-row cache. Larger than scikit-learn's 200 because SMO recomputes
-    evicted kernel rows, and a reference run on tens of thousands of rows is worth the memory.
-random_state : int, RandomState or None, default=None
-    Seed of the "auto" / "median" selection's subsample (LIBSVM's own solve is deterministic
-    here: no probability estimates, no shuffling).
-engine : dict, kernelscale.engine.Engine or None, default=None
-    LIBSVM runs on the CPU only (``device_`` is "cpu"); an engine device "gpu" is a one-line
-    DeviceError rather than a silent CPU run. Fitted: ``engine_``."""
-
-_SVM_ATTRS = """\
-svm_ : sklearn.svm.SVC or sklearn.svm.SVR
-    The fitted LIBSVM model (support vectors, dual coefficients).
-reg_ : float
-    nu used.
-C_ : float
-    LIBSVM's C = 1 / (n nu).
-kernel_ : kernels.shift_invariant.Kernel
-    The kernel used; ``bandwidth_`` is its sigma.
-bandwidth_ : float
-device_ : str
-    Always "cpu".
-n_features_in_ : int"""
-
-_SVM_FIT = """Fit LIBSVM on (X, y) (the data are loaded into memory).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
-            {y}
-
-        Returns
-        -------
-        self
-        """
 
 
 class _ExactSVMBase(KernelscaleEstimator):
@@ -292,7 +258,7 @@ class _ExactSVMBase(KernelscaleEstimator):
 
 
 class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
-    __doc__ = f"""Exact kernel SVM by LIBSVM (scikit-learn's ``SVC``; CPU only): the accuracy
+    """Exact kernel SVM by LIBSVM (scikit-learn's ``SVC``; CPU only): the accuracy
     reference of paper 000 (its Table 3: DSG / UDSG / CDSG against LIBSVM's converged
     solution), with kernelscale's kernel and bandwidth naming.
 
@@ -302,13 +268,53 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
 
     Parameters
     ----------
-{doc_indent(_SVM_PARAMS)}
+    reg : "auto", float > 0 or "x/n", default="auto"
+        nu of the averaged objective (nu/2)||f||^2 + (1/n) sum loss, like every kernelscale
+        estimator; LIBSVM is run with C = 1 / (n nu) (its (1/2)||f||^2 + C sum loss is the same
+        problem times 1 / nu). "auto" = alpha / n with alpha (scikit-learn's ``KernelRidge`` alpha)
+        chosen with the bandwidth by held-out selection on a slice (``kernels.selection``; README
+        "Defaults, and the rule behind each"), i.e. C = 1 / alpha. Fitted: ``reg_`` and ``C_``.
+        (LIBSVM's ``C`` is not a parameter here: pass reg = 1 / (n C).)
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+        "gaussian" runs as LIBSVM's own rbf with gamma = 1 / (2 sigma^2); the others as a callable
+        kernel (a Gram matrix computed by kernelscale: slower, and O(n^2) memory).
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    epsilon : float, default=0.1
+        ``ExactSVMRegressor`` only (the classifier refuses another value: it would be ignored):
+        half-width of SVR's epsilon-insensitive tube, in the units of y. 0.1 is LIBSVM's and scikit-learn's default;
+        for y scaled to unit variance it ignores residuals below a tenth of y's spread.
+    tol : float, default=1e-3
+        Stopping tolerance of LIBSVM's SMO solver (its KKT-violation bound); 1e-3 is LIBSVM's and
+        scikit-learn's default.
+    cache_size : float, default=500
+        MB of LIBSVM's kernel-row cache. Larger than scikit-learn's 200 because SMO recomputes
+        evicted kernel rows, and a reference run on tens of thousands of rows is worth the memory.
+    random_state : int, RandomState or None, default=None
+        Seed of the "auto" / "median" selection's subsample (LIBSVM's own solve is deterministic
+        here: no probability estimates, no shuffling).
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        LIBSVM runs on the CPU only (``device_`` is "cpu"); an engine device "gpu" is a one-line
+        DeviceError rather than a silent CPU run. Fitted: ``engine_``.
 
     Attributes
     ----------
     classes_ : ndarray
         The class labels.
-{doc_indent(_SVM_ATTRS)}
+    svm_ : sklearn.svm.SVC or sklearn.svm.SVR
+        The fitted LIBSVM model (support vectors, dual coefficients).
+    reg_ : float
+        nu used.
+    C_ : float
+        LIBSVM's C = 1 / (n nu).
+    kernel_ : kernels.shift_invariant.Kernel
+        The kernel used; ``bandwidth_`` is its sigma.
+    bandwidth_ : float
+    device_ : str
+        Always "cpu".
+    n_features_in_ : int
 
     Examples
     --------
@@ -321,6 +327,19 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
     """
 
     def fit(self, X, y):
+        """Fit LIBSVM on (X, y) (the data are loaded into memory).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+        """
         reject_sparse(X)
         X, y = check_X_y(self, X, y, regression=False)
         coder = LabelCoder(y, "hinge")  # one-line errors for regression targets / a single class
@@ -330,7 +349,6 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
         self.classes_ = self.svm_.classes_
         return self
 
-    fit.__doc__ = _SVM_FIT.format(y="Class labels.")
     _used_only = {"epsilon": ("by ExactSVMRegressor (the half-width of SVR's tube)", (),
                               lambda p: False)}
 
@@ -358,7 +376,7 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
 
 
 class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
-    __doc__ = f"""Exact kernel support vector regression by LIBSVM (scikit-learn's ``SVR``;
+    """Exact kernel support vector regression by LIBSVM (scikit-learn's ``SVR``;
     CPU only), with kernelscale's kernel and bandwidth naming.
 
     Minimises (1/2)||f||^2 + C sum_i max(0, |f(x_i) - y_i| - epsilon) (paper 003's
@@ -366,11 +384,51 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
 
     Parameters
     ----------
-{doc_indent(_SVM_PARAMS)}
+    reg : "auto", float > 0 or "x/n", default="auto"
+        nu of the averaged objective (nu/2)||f||^2 + (1/n) sum loss, like every kernelscale
+        estimator; LIBSVM is run with C = 1 / (n nu) (its (1/2)||f||^2 + C sum loss is the same
+        problem times 1 / nu). "auto" = alpha / n with alpha (scikit-learn's ``KernelRidge`` alpha)
+        chosen with the bandwidth by held-out selection on a slice (``kernels.selection``; README
+        "Defaults, and the rule behind each"), i.e. C = 1 / alpha. Fitted: ``reg_`` and ``C_``.
+        (LIBSVM's ``C`` is not a parameter here: pass reg = 1 / (n C).)
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+        "gaussian" runs as LIBSVM's own rbf with gamma = 1 / (2 sigma^2); the others as a callable
+        kernel (a Gram matrix computed by kernelscale: slower, and O(n^2) memory).
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    epsilon : float, default=0.1
+        ``ExactSVMRegressor`` only (the classifier refuses another value: it would be ignored):
+        half-width of SVR's epsilon-insensitive tube, in the units of y. 0.1 is LIBSVM's and scikit-learn's default;
+        for y scaled to unit variance it ignores residuals below a tenth of y's spread.
+    tol : float, default=1e-3
+        Stopping tolerance of LIBSVM's SMO solver (its KKT-violation bound); 1e-3 is LIBSVM's and
+        scikit-learn's default.
+    cache_size : float, default=500
+        MB of LIBSVM's kernel-row cache. Larger than scikit-learn's 200 because SMO recomputes
+        evicted kernel rows, and a reference run on tens of thousands of rows is worth the memory.
+    random_state : int, RandomState or None, default=None
+        Seed of the "auto" / "median" selection's subsample (LIBSVM's own solve is deterministic
+        here: no probability estimates, no shuffling).
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        LIBSVM runs on the CPU only (``device_`` is "cpu"); an engine device "gpu" is a one-line
+        DeviceError rather than a silent CPU run. Fitted: ``engine_``.
 
     Attributes
     ----------
-{doc_indent(_SVM_ATTRS)}
+    svm_ : sklearn.svm.SVC or sklearn.svm.SVR
+        The fitted LIBSVM model (support vectors, dual coefficients).
+    reg_ : float
+        nu used.
+    C_ : float
+        LIBSVM's C = 1 / (n nu).
+    kernel_ : kernels.shift_invariant.Kernel
+        The kernel used; ``bandwidth_`` is its sigma.
+    bandwidth_ : float
+    device_ : str
+        Always "cpu".
+    n_features_in_ : int
 
     Examples
     --------
@@ -383,6 +441,19 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
     """
 
     def fit(self, X, y):
+        """Fit LIBSVM on (X, y) (the data are loaded into memory).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self
+        """
         reject_sparse(X)
         # LIBSVM needs the data in memory; scikit-learn's validation also ravels a column y
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
@@ -390,8 +461,6 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
         self.svm_ = SVR(C=self.C_, epsilon=float(self.epsilon), tol=self.tol,
                         cache_size=self.cache_size, **kw).fit(X, y)
         return self
-
-    fit.__doc__ = _SVM_FIT.format(y="Targets.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ..solvers.norma import NORMA
 from ..stream import BatchStream
-from ._base import doc_indent
 from ._kernel_common import (
     REGRESSION_LOSSES,
     ClassifierTargets,
@@ -36,66 +35,6 @@ from ._params import (
 # (d <= 57) never reach it
 NORMA_CENTRES_MB = 64
 NORMA_DROPPED_WEIGHT = 0.5  # warn when the ring dropped a term weighing more than this
-
-
-_NORMA_PARAMS = """\
-loss : str or None, default=None
-    Classifier: "hinge" (default), "logistic", "squared_hinge"; regressor: "square" (default),
-    "epsilon_insensitive", "huber".
-reg : "auto", float >= 0 or "x/n", default="auto"
-    nu, the RKHS penalty (nu/2)||f||^2 of the averaged objective (NORMA's lambda); "auto" =
-    alpha_sel / n with alpha_sel from ``kernels.selection`` (chosen with the bandwidth);
-    fitted: ``reg_``.
-eta0 : float, default=0.5
-    Step size; each step is clamped to eta <= 1 / (2 nu) so that the shrink factor
-    1 - eta nu stays in [1/2, 1].
-schedule : {"constant", "invsqrt"}, default="constant"
-    eta_t = eta0 ("constant": the setting of NORMA's truncation bound - with a decaying step
-    the newest terms are the smallest, so truncation drops the important early ones) or
-    eta0 / sqrt(t) ("invsqrt").
-budget : "auto" or int, default="auto"
-    At most this many kernel terms in the expansion (the oldest are dropped). "auto": every
-    term the fit can add (``n_iter * batch_size``), so nothing is truncated, and at most
-    batch_size ln(10) / (eta nu) terms (NORMA's truncation bound: a
-    term that old weighs (1 - eta nu)^(budget / batch_size) <= 1/10 of a new one) and
-    ``NORMA_CENTRES_MB`` of centres. At 1,000 terms NORMA sat near the majority class on
-    held-out sets of 16k-50k rows; untruncated, twonorm went from 37 % to 2.1 % error and
-    texture from 34 % to 4.9 % (``benchmarks/results/dsg-defaults.md``). When the budget
-    used drops terms that still weigh more than half of a new one, ``fit`` warns: the
-    truncated expansion cannot hold the regularised solution. Fitted: ``budget_``.
-batch_size : int, default=8
-    Points per step; a value above n is capped at n (fitted: ``batch_size_``).
-n_iter : "auto", int >= 1 or "K epochs", default="auto"
-    Mini-batch steps per ``fit`` call; "auto" = 3 epochs, 3 ceil(n / batch_size) (with the
-    constant step the truncated expansion forgets all but the last ``budget`` points, so more
-    passes do not help).
-kernel : str, default="gaussian"
-    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
-bandwidth : "auto", "median", "median*<f>" or float, default="auto"
-    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
-    the rule behind each"); fitted: ``bandwidth_``.
-warm_start : bool, default=False
-random_state : int, RandomState or None, default=None
-engine : dict, kernelscale.engine.Engine or None, default=None
-    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk X
-    ``window_rows``. Fitted: ``engine_``.
-verbose : int, default=0
-    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
-    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
-    change the fitted model."""
-
-_NORMA_ATTRS = """\
-solver_ : solvers.norma.NORMA
-    The truncated expansion (centres, coefficients).
-budget_ : int
-    Terms kept (``budget``).
-reg_, bandwidth_ : the values used.
-batch_size_ : int
-    Points per step used: ``batch_size``, at most n.
-n_iter_ : int
-history_ : dict
-    Per-iteration records: iter, time, objective (batch loss), step.
-n_features_in_ : int"""
 
 
 class _NORMABase(IterativeMixin, KernelEstimatorBase):
@@ -186,17 +125,70 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
 
 
 class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
-    __doc__ = f"""NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
+    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
     (``solvers.norma``) for classification; one-vs-all for several classes.
 
     Parameters
     ----------
-{doc_indent(_NORMA_PARAMS)}
+    loss : str or None, default=None
+        Classifier: "hinge" (default), "logistic", "squared_hinge"; regressor: "square" (default),
+        "epsilon_insensitive", "huber".
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu, the RKHS penalty (nu/2)||f||^2 of the averaged objective (NORMA's lambda); "auto" =
+        alpha_sel / n with alpha_sel from ``kernels.selection`` (chosen with the bandwidth);
+        fitted: ``reg_``.
+    eta0 : float, default=0.5
+        Step size; each step is clamped to eta <= 1 / (2 nu) so that the shrink factor
+        1 - eta nu stays in [1/2, 1].
+    schedule : {"constant", "invsqrt"}, default="constant"
+        eta_t = eta0 ("constant": the setting of NORMA's truncation bound - with a decaying step
+        the newest terms are the smallest, so truncation drops the important early ones) or
+        eta0 / sqrt(t) ("invsqrt").
+    budget : "auto" or int, default="auto"
+        At most this many kernel terms in the expansion (the oldest are dropped). "auto": every
+        term the fit can add (``n_iter * batch_size``), so nothing is truncated, and at most
+        batch_size ln(10) / (eta nu) terms (NORMA's truncation bound: a
+        term that old weighs (1 - eta nu)^(budget / batch_size) <= 1/10 of a new one) and
+        ``NORMA_CENTRES_MB`` of centres. At 1,000 terms NORMA sat near the majority class on
+        held-out sets of 16k-50k rows; untruncated, twonorm went from 37 % to 2.1 % error and
+        texture from 34 % to 4.9 % (``benchmarks/results/dsg-defaults.md``). When the budget
+        used drops terms that still weigh more than half of a new one, ``fit`` warns: the
+        truncated expansion cannot hold the regularised solution. Fitted: ``budget_``.
+    batch_size : int, default=8
+        Points per step; a value above n is capped at n (fitted: ``batch_size_``).
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Mini-batch steps per ``fit`` call; "auto" = 3 epochs, 3 ceil(n / batch_size) (with the
+        constant step the truncated expansion forgets all but the last ``budget`` points, so more
+        passes do not help).
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    warm_start : bool, default=False
+    random_state : int, RandomState or None, default=None
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk X
+        ``window_rows``. Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
     classes_ : ndarray
-{doc_indent(_NORMA_ATTRS)}
+    solver_ : solvers.norma.NORMA
+        The truncated expansion (centres, coefficients).
+    budget_ : int
+        Terms kept (``budget``).
+    reg_, bandwidth_ : the values used.
+    batch_size_ : int
+        Points per step used: ``batch_size``, at most n.
+    n_iter_ : int
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch loss), step.
+    n_features_in_ : int
 
     Examples
     --------
@@ -219,16 +211,69 @@ class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
 
 
 class NORMARegressor(RegressorTargets, RegressorMixin, _NORMABase):
-    __doc__ = f"""NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
+    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
     (``solvers.norma``) for regression.
 
     Parameters
     ----------
-{doc_indent(_NORMA_PARAMS)}
+    loss : str or None, default=None
+        Classifier: "hinge" (default), "logistic", "squared_hinge"; regressor: "square" (default),
+        "epsilon_insensitive", "huber".
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu, the RKHS penalty (nu/2)||f||^2 of the averaged objective (NORMA's lambda); "auto" =
+        alpha_sel / n with alpha_sel from ``kernels.selection`` (chosen with the bandwidth);
+        fitted: ``reg_``.
+    eta0 : float, default=0.5
+        Step size; each step is clamped to eta <= 1 / (2 nu) so that the shrink factor
+        1 - eta nu stays in [1/2, 1].
+    schedule : {"constant", "invsqrt"}, default="constant"
+        eta_t = eta0 ("constant": the setting of NORMA's truncation bound - with a decaying step
+        the newest terms are the smallest, so truncation drops the important early ones) or
+        eta0 / sqrt(t) ("invsqrt").
+    budget : "auto" or int, default="auto"
+        At most this many kernel terms in the expansion (the oldest are dropped). "auto": every
+        term the fit can add (``n_iter * batch_size``), so nothing is truncated, and at most
+        batch_size ln(10) / (eta nu) terms (NORMA's truncation bound: a
+        term that old weighs (1 - eta nu)^(budget / batch_size) <= 1/10 of a new one) and
+        ``NORMA_CENTRES_MB`` of centres. At 1,000 terms NORMA sat near the majority class on
+        held-out sets of 16k-50k rows; untruncated, twonorm went from 37 % to 2.1 % error and
+        texture from 34 % to 4.9 % (``benchmarks/results/dsg-defaults.md``). When the budget
+        used drops terms that still weigh more than half of a new one, ``fit`` warns: the
+        truncated expansion cannot hold the regularised solution. Fitted: ``budget_``.
+    batch_size : int, default=8
+        Points per step; a value above n is capped at n (fitted: ``batch_size_``).
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Mini-batch steps per ``fit`` call; "auto" = 3 epochs, 3 ceil(n / batch_size) (with the
+        constant step the truncated expansion forgets all but the last ``budget`` points, so more
+        passes do not help).
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    warm_start : bool, default=False
+    random_state : int, RandomState or None, default=None
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk X
+        ``window_rows``. Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
-{doc_indent(_NORMA_ATTRS)}
+    solver_ : solvers.norma.NORMA
+        The truncated expansion (centres, coefficients).
+    budget_ : int
+        Terms kept (``budget``).
+    reg_, bandwidth_ : the values used.
+    batch_size_ : int
+        Points per step used: ``batch_size``, at most n.
+    n_iter_ : int
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch loss), step.
+    n_features_in_ : int
 
     Examples
     --------

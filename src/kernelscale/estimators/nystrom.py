@@ -9,9 +9,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from ..preconditioners import subsample_indices
 from ..solvers._common import take_rows
 from ..solvers.nystrom import NystromRidge
-from ._base import doc_indent
 from ._kernel_common import (
-    COMMON_KERNEL_DOC,
     ClassifierTargets,
     KernelEstimatorBase,
     RegressorTargets,
@@ -25,50 +23,6 @@ from ._params import (
 )
 
 NYSTROM_CHUNK_ROWS = 8192  # Nystrom's default engine chunk_rows
-
-
-_NYSTROM_PARAMS = f"""\
-n_components : "auto" or int >= 1, default="auto"
-    m, landmarks (centres) sampled without replacement from the training rows with the seed.
-    "auto" = max(500, ceil(sqrt(n) ln n)), at most n: the count with which Nyström ridge
-    keeps the exact kernel's learning rate (Rudi, Camoriano & Rosasco, NIPS 2015); 500 keeps
-    small sets from a needlessly coarse approximation. With m = n the fit is exact kernel
-    ridge; an integer above n is capped at n the same way (every row a landmark), so one
-    setting serves datasets of any size. Fitted: ``n_components_``.
-reg : "auto", float >= 0 or "x/n", default="auto"
-    nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2, solved over the
-    span of the landmarks; the ridge solved is scikit-learn's ``KernelRidge`` alpha = n nu.
-    "auto": alpha chosen with the bandwidth by held-out selection on a slice
-    (``kernels.selection``; README "Defaults, and the rule behind each"), nu = alpha / n.
-    Fitted: ``reg_``.
-{COMMON_KERNEL_DOC}
-rcond : float, default=1e-12
-    Eigenvalues of the landmarks' kernel matrix K_ZZ below rcond x its largest are dropped
-    (the pseudo-inverse K_ZZ^+): a smooth kernel's K_ZZ is numerically singular, and
-    1 / sqrt(s) of an eigenvalue at rounding level would amplify noise. 1e-12 is a few
-    thousand times float64's precision (2.2e-16), so nothing that float64 resolves is cut.
-    Fitted: ``rank_``, the eigenvalues kept.
-random_state : int, RandomState or None, default=None
-    Seed of the landmark sample and of the "auto" / "median" selection's subsample.
-engine : dict, kernelscale.engine.Engine or None, default=None
-    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype`` (of the kernel
-    blocks and the solve) and ``chunk_rows``, the rows of X per chunk of the normal equations
-    (X is read chunk by chunk, also from zarr / dask; default {NYSTROM_CHUNK_ROWS}: a chunk x m
-    kernel block, 62.5 MiB in float64 for m = 1,000). Fitted: ``engine_``."""
-
-_NYSTROM_ATTRS = """\
-solver_ : solvers.nystrom.NystromRidge
-    Landmarks ``Z`` and ridge coefficients ``coef`` over the Nyström features.
-n_components_ : int
-    m used (``n_components`` capped at n).
-rank_ : int
-    Eigenvalues of K_ZZ kept (<= m): the dimension of the Nyström feature map.
-reg_ : float
-    nu used (the ridge solved is n ``reg_``).
-kernel_ : kernels.shift_invariant.Kernel
-    The kernel used; ``bandwidth_`` is its sigma.
-bandwidth_ : float
-n_features_in_ : int"""
 
 
 class _NystromBase(KernelEstimatorBase):
@@ -116,25 +70,63 @@ class _NystromBase(KernelEstimatorBase):
         return self
 
 
-_NYSTROM_METHOD = """Nyström approximation + ridge regression (Williams & Seeger, NIPS 2001; the
+class NystromRidgeRegressor(RegressorTargets, RegressorMixin, _NystromBase):
+    """Nyström approximation + ridge regression (Williams & Seeger, NIPS 2001; the
     "Nyström + a linear solver" baseline of papers 002 and 003), ``solvers.nystrom``.
 
     m landmarks Z, K_ZZ = U diag(s) U^T, give the feature map phi(x) = diag(s)^{-1/2} U^T k(Z, x)
     whose inner products are the Nyström kernel K_xZ K_ZZ^+ K_Zx; the model is the ridge solution
     min_w ||Phi w - Y||^2 + n nu ||w||^2, solved through its m x m normal equations summed
-    over row chunks of X."""
-
-
-class NystromRidgeRegressor(RegressorTargets, RegressorMixin, _NystromBase):
-    __doc__ = f"""{_NYSTROM_METHOD} Multi-output y allowed.
+    over row chunks of X. Multi-output y allowed.
 
     Parameters
     ----------
-{doc_indent(_NYSTROM_PARAMS)}
+    n_components : "auto" or int >= 1, default="auto"
+        m, landmarks (centres) sampled without replacement from the training rows with the seed.
+        "auto" = max(500, ceil(sqrt(n) ln n)), at most n: the count with which Nyström ridge
+        keeps the exact kernel's learning rate (Rudi, Camoriano & Rosasco, NIPS 2015); 500 keeps
+        small sets from a needlessly coarse approximation. With m = n the fit is exact kernel
+        ridge; an integer above n is capped at n the same way (every row a landmark), so one
+        setting serves datasets of any size. Fitted: ``n_components_``.
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2, solved over the
+        span of the landmarks; the ridge solved is scikit-learn's ``KernelRidge`` alpha = n nu.
+        "auto": alpha chosen with the bandwidth by held-out selection on a slice
+        (``kernels.selection``; README "Defaults, and the rule behind each"), nu = alpha / n.
+        Fitted: ``reg_``.
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    rcond : float, default=1e-12
+        Eigenvalues of the landmarks' kernel matrix K_ZZ below rcond x its largest are dropped
+        (the pseudo-inverse K_ZZ^+): a smooth kernel's K_ZZ is numerically singular, and
+        1 / sqrt(s) of an eigenvalue at rounding level would amplify noise. 1e-12 is a few
+        thousand times float64's precision (2.2e-16), so nothing that float64 resolves is cut.
+        Fitted: ``rank_``, the eigenvalues kept.
+    random_state : int, RandomState or None, default=None
+        Seed of the landmark sample and of the "auto" / "median" selection's subsample.
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype`` (of the kernel
+        blocks and the solve) and ``chunk_rows``, the rows of X per chunk of the normal equations
+        (X is read chunk by chunk, also from zarr / dask; default 8192: a chunk x m
+        kernel block, 62.5 MiB in float64 for m = 1,000). Fitted: ``engine_``.
 
     Attributes
     ----------
-{doc_indent(_NYSTROM_ATTRS)}
+    solver_ : solvers.nystrom.NystromRidge
+        Landmarks ``Z`` and ridge coefficients ``coef`` over the Nyström features.
+    n_components_ : int
+        m used (``n_components`` capped at n).
+    rank_ : int
+        Eigenvalues of K_ZZ kept (<= m): the dimension of the Nyström feature map.
+    reg_ : float
+        nu used (the ridge solved is n ``reg_``).
+    kernel_ : kernels.shift_invariant.Kernel
+        The kernel used; ``bandwidth_`` is its sigma.
+    bandwidth_ : float
+    n_features_in_ : int
 
     Examples
     --------
@@ -150,18 +142,65 @@ class NystromRidgeRegressor(RegressorTargets, RegressorMixin, _NystromBase):
 
 
 class NystromRidgeClassifier(ClassifierTargets, ClassifierMixin, _NystromBase):
-    __doc__ = f"""{_NYSTROM_METHOD} Classification: ridge on {{-1, +1}} targets (one column
+    """Nyström approximation + ridge regression (Williams & Seeger, NIPS 2001; the
+    "Nyström + a linear solver" baseline of papers 002 and 003), ``solvers.nystrom``.
+
+    m landmarks Z, K_ZZ = U diag(s) U^T, give the feature map phi(x) = diag(s)^{-1/2} U^T k(Z, x)
+    whose inner products are the Nyström kernel K_xZ K_ZZ^+ K_Zx; the model is the ridge solution
+    min_w ||Phi w - Y||^2 + n nu ||w||^2, solved through its m x m normal equations summed
+    over row chunks of X. Classification: ridge on {-1, +1} targets (one column
     for two classes, one-vs-all columns for more), predict by sign / argmax.
 
     Parameters
     ----------
-{doc_indent(_NYSTROM_PARAMS)}
+    n_components : "auto" or int >= 1, default="auto"
+        m, landmarks (centres) sampled without replacement from the training rows with the seed.
+        "auto" = max(500, ceil(sqrt(n) ln n)), at most n: the count with which Nyström ridge
+        keeps the exact kernel's learning rate (Rudi, Camoriano & Rosasco, NIPS 2015); 500 keeps
+        small sets from a needlessly coarse approximation. With m = n the fit is exact kernel
+        ridge; an integer above n is capped at n the same way (every row a landmark), so one
+        setting serves datasets of any size. Fitted: ``n_components_``.
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu of the averaged objective (nu/2)||f||^2 + (1/2n) sum (f(x_i) - y_i)^2, solved over the
+        span of the landmarks; the ridge solved is scikit-learn's ``KernelRidge`` alpha = n nu.
+        "auto": alpha chosen with the bandwidth by held-out selection on a slice
+        (``kernels.selection``; README "Defaults, and the rule behind each"), nu = alpha / n.
+        Fitted: ``reg_``.
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    rcond : float, default=1e-12
+        Eigenvalues of the landmarks' kernel matrix K_ZZ below rcond x its largest are dropped
+        (the pseudo-inverse K_ZZ^+): a smooth kernel's K_ZZ is numerically singular, and
+        1 / sqrt(s) of an eigenvalue at rounding level would amplify noise. 1e-12 is a few
+        thousand times float64's precision (2.2e-16), so nothing that float64 resolves is cut.
+        Fitted: ``rank_``, the eigenvalues kept.
+    random_state : int, RandomState or None, default=None
+        Seed of the landmark sample and of the "auto" / "median" selection's subsample.
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype`` (of the kernel
+        blocks and the solve) and ``chunk_rows``, the rows of X per chunk of the normal equations
+        (X is read chunk by chunk, also from zarr / dask; default 8192: a chunk x m
+        kernel block, 62.5 MiB in float64 for m = 1,000). Fitted: ``engine_``.
 
     Attributes
     ----------
     classes_ : ndarray
         The class labels.
-{doc_indent(_NYSTROM_ATTRS)}
+    solver_ : solvers.nystrom.NystromRidge
+        Landmarks ``Z`` and ridge coefficients ``coef`` over the Nyström features.
+    n_components_ : int
+        m used (``n_components`` capped at n).
+    rank_ : int
+        Eigenvalues of K_ZZ kept (<= m): the dimension of the Nyström feature map.
+    reg_ : float
+        nu used (the ridge solved is n ``reg_``).
+    kernel_ : kernels.shift_invariant.Kernel
+        The kernel used; ``bandwidth_`` is its sigma.
+    bandwidth_ : float
+    n_features_in_ : int
 
     Examples
     --------

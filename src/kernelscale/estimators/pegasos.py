@@ -9,10 +9,7 @@ from sklearn.base import ClassifierMixin
 from ..solvers._common import load_rows
 from ..solvers.pegasos import KernelPegasos
 from ..stream import BatchStream
-from ._base import doc_indent
 from ._kernel_common import (
-    COMMON_KERNEL_DOC,
-    VERBOSE_DOC,
     ClassifierTargets,
     IterativeMixin,
     KernelEstimatorBase,
@@ -26,7 +23,7 @@ from ._params import (
 
 
 class PegasosClassifier(IterativeMixin, ClassifierTargets, ClassifierMixin, KernelEstimatorBase):
-    __doc__ = f"""Kernelized mini-batch Pegasos (``solvers.pegasos``); one-vs-all for several
+    """Kernelized mini-batch Pegasos (``solvers.pegasos``); one-vs-all for several
     classes. Holds the training points (the support vectors), so X is loaded onto the device.
 
     Parameters
@@ -40,13 +37,20 @@ class PegasosClassifier(IterativeMixin, ClassifierTargets, ClassifierMixin, Kern
     n_iter : "auto", int >= 1 or "K epochs", default="auto"
         Mini-batch steps per ``fit`` call; "auto" = 5 epochs, 5 ceil(n / batch_size) (Pegasos'
         error bound falls as 1 / (nu t): a few passes suffice at the selected nu).
-{doc_indent(COMMON_KERNEL_DOC)}
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
     warm_start : bool, default=False
     random_state : int, RandomState or None, default=None
     engine : dict, kernelscale.engine.Engine or None, default=None
         Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``. Fitted:
         ``engine_``.
-{doc_indent(VERBOSE_DOC)}
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------

@@ -40,108 +40,12 @@ from ..rng import seed_from
 from ..solvers._rowwise_csr import RowwiseCSR
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
-from ._base import LabelCoder, check_X, check_X_y, doc_indent, reject_sparse
+from ._base import LabelCoder, check_X, check_X_y, reject_sparse
 from ._kernel_common import auto_kernel
 from ._params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge
 from ._predict import LabelsFromScores
 
 SOLVERS = ("cg", "cd")
-
-
-_RB_PARAMS = """\
-kernel : "laplacian", default="laplacian"
-    k(x, x') = exp(-||x - x'||_1 / sigma), paper 002's eq. (5): the product kernels with
-    k_j'' >= 0 have RB features (eq. (6)), and the Laplacian is the one implemented
-    (``kernels.random_binning.RB_KERNELS``).
-bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
-    sigma. "auto": held-out selection on a slice with the exact Laplacian kernel
-    (``kernels.selection``; README "Defaults, and the rule behind each"); "median": the median
-    L1 distance of a sample ("median*4" for a multiple); fitted: ``bandwidth_``. Grid widths
-    are drawn as delta ~ Gamma(2, sigma) per dimension (Algorithm 1, p(delta) ∝ delta k''(delta)).
-n_components : int >= 1, default=256
-    R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds
-    n R entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
-    O(1 / (kappa R)) (paper 002, Theorem 1); 256 is inside the range of R the paper sweeps
-    (10 to 1,000, Fig. 4 and 5), a middle setting rather than a tuned one.
-reg : "auto", float or "x/n", default="auto"
-    nu, per sample. ``solver="cg"``: the ridge (nu/2)||w||^2 of the averaged objective (ERM (1)),
-    > 0; the system solved is (Z^T Z + N nu I) W = Z^T Y (paper 002 §3.1's lambda = N nu).
-    ``solver="cd"``: the weight of the L1 objective (23), nu ||w||_1 + (1/N) sum L (>= 0).
-    "auto" = alpha / N with alpha from held-out selection (``kernels.selection``: kernel ridge's
-    alpha, the same ridge system with the exact kernel) in place of the paper's fixed 0.01;
-    for CD it is only a scale (it was chosen for an L2 penalty: the registry's ``rb_cd``
-    preset fixes reg=1e-4). Fitted: ``reg_``.
-solver : {"cg", "cd"}, default="cg"
-    "cg": ridge by conjugate gradients on Z (never forming Z^T Z; §3.1,
-    ``solvers.rb_cg``), GPU-capable. "cd": parallel randomized coordinate descent on the L1
-    objective (23) (Algorithm 2, updates (24)-(27); ``solvers.rb_cd``), CPU only.
-loss : str, default="square"
-    {loss}
-tol : float >= 0, default=1e-4
-    "cg": relative residual ||Z^T Y - (Z^T Z + lambda I) W|| / ||Z^T Y|| per column; "cd":
-    relative decrease of objective (23) over an epoch. The paper's comparisons stop CG at
-    1e-3 (§5.2: an iterative solver "has no need to solve in high precision"); the default is
-    a decade tighter so that the features, not the early stop, decide the error.
-n_iter : int >= 1, default=1000
-    CG iterations / CD epochs at most (each is one pass over Z); reaching it without ``tol``
-    is a ConvergenceWarning.
-precondition : bool, default=False
-    Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features). False,
-    the paper's plain CG: Jacobi helps at loose tolerances but can need more iterations at
-    tight ones (``solvers.rb_cg``). "cg" only: True with "cd" is a ValueError (it would be
-    ignored).
-random_state : int, RandomState or None, default=None
-    Seed of the grids (grid r is regenerated from (seed, r)), of CD's coordinate order and of
-    the "auto" / "median" selection's subsample.
-engine : dict, kernelscale.engine.Engine or None, default=None
-    Where and how to compute (``kernelscale.engine``):
-
-    * ``device``: only CG iterations run on the GPU (binning is a numba loop on the host);
-      "cd" with "auto" runs on the CPU, with "gpu" it is a one-line DeviceError;
-    * ``n_jobs``: tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more
-      threads update coordinates asynchronously (the paper's near-linear speed-up, eq. (29))
-      and converge to the same objective, not to the same bits. Ignored by "cg";
-    * ``chunk_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
-      predict time (on-disk zarr / dask X is read in such chunks): it bounds the dense rows
-      held (chunk_rows x d floats), not the fit's n x R bin hashes and Z, kept whole.
-
-    Fitted: ``engine_``."""
-
-_RB_ATTRS = """\
-coef_ : ndarray of shape (D,) or (D, C)
-    Coefficients over the D = ``n_features_out_`` RB features (on the host).
-intercept_ : {intercept}
-features_ : kernels.random_binning.RandomBinning
-    The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
-    feature at predict time).
-n_features_out_ : int
-    D, the non-empty bins of all grids (R <= D <= n R).
-kappa_ : float
-    D / R, the mean non-empty bins per grid (paper 002's kappa).
-bandwidth_ : float
-    sigma used.
-reg_ : float
-    nu used (see ``reg``).
-seed_ : int
-history_ : dict
-    Per-iteration records of the solver: iter, time, and the residual (CG) or objective (CD).
-n_iter_ : int
-    CG iterations / CD epochs run.
-n_features_in_ : int"""
-
-_RB_FIT = """Build the RB features of X (Algorithm 1) and solve for the coefficients.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at
-            a time. Dense only.
-        y : {y}
-
-        Returns
-        -------
-        self
-        """
 
 
 class _RBBase(KernelscaleEstimator):
@@ -279,7 +183,7 @@ class _RBBase(KernelscaleEstimator):
 
 
 class RBRegressor(RegressorMixin, _RBBase):
-    __doc__ = f"""Kernel regression on Random Binning features (Wu et al., KDD 2016, paper 002):
+    """Kernel regression on Random Binning features (Wu et al., KDD 2016, paper 002):
     ridge by conjugate gradients (``solver="cg"``, §3.1) or L1-regularised square loss by
     parallel coordinate descent (``solver="cd"``, §4, Algorithm 2). Multi-output y allowed.
 
@@ -288,12 +192,87 @@ class RBRegressor(RegressorMixin, _RBBase):
 
     Parameters
     ----------
-{doc_indent(_RB_PARAMS.replace("{loss}", '"square", the only regression loss here.'))}
+    kernel : "laplacian", default="laplacian"
+        k(x, x') = exp(-||x - x'||_1 / sigma), paper 002's eq. (5): the product kernels with
+        k_j'' >= 0 have RB features (eq. (6)), and the Laplacian is the one implemented
+        (``kernels.random_binning.RB_KERNELS``).
+    bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
+        sigma. "auto": held-out selection on a slice with the exact Laplacian kernel
+        (``kernels.selection``; README "Defaults, and the rule behind each"); "median": the median
+        L1 distance of a sample ("median*4" for a multiple); fitted: ``bandwidth_``. Grid widths
+        are drawn as delta ~ Gamma(2, sigma) per dimension (Algorithm 1, p(delta) ∝ delta k''(delta)).
+    n_components : int >= 1, default=256
+        R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds
+        n R entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
+        O(1 / (kappa R)) (paper 002, Theorem 1); 256 is inside the range of R the paper sweeps
+        (10 to 1,000, Fig. 4 and 5), a middle setting rather than a tuned one.
+    reg : "auto", float or "x/n", default="auto"
+        nu, per sample. ``solver="cg"``: the ridge (nu/2)||w||^2 of the averaged objective (ERM (1)),
+        > 0; the system solved is (Z^T Z + N nu I) W = Z^T Y (paper 002 §3.1's lambda = N nu).
+        ``solver="cd"``: the weight of the L1 objective (23), nu ||w||_1 + (1/N) sum L (>= 0).
+        "auto" = alpha / N with alpha from held-out selection (``kernels.selection``: kernel ridge's
+        alpha, the same ridge system with the exact kernel) in place of the paper's fixed 0.01;
+        for CD it is only a scale (it was chosen for an L2 penalty: the registry's ``rb_cd``
+        preset fixes reg=1e-4). Fitted: ``reg_``.
+    solver : {"cg", "cd"}, default="cg"
+        "cg": ridge by conjugate gradients on Z (never forming Z^T Z; §3.1,
+        ``solvers.rb_cg``), GPU-capable. "cd": parallel randomized coordinate descent on the L1
+        objective (23) (Algorithm 2, updates (24)-(27); ``solvers.rb_cd``), CPU only.
+    loss : str, default="square"
+        "square", the only regression loss here.
+    tol : float >= 0, default=1e-4
+        "cg": relative residual ||Z^T Y - (Z^T Z + lambda I) W|| / ||Z^T Y|| per column; "cd":
+        relative decrease of objective (23) over an epoch. The paper's comparisons stop CG at
+        1e-3 (§5.2: an iterative solver "has no need to solve in high precision"); the default is
+        a decade tighter so that the features, not the early stop, decide the error.
+    n_iter : int >= 1, default=1000
+        CG iterations / CD epochs at most (each is one pass over Z); reaching it without ``tol``
+        is a ConvergenceWarning.
+    precondition : bool, default=False
+        Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features). False,
+        the paper's plain CG: Jacobi helps at loose tolerances but can need more iterations at
+        tight ones (``solvers.rb_cg``). "cg" only: True with "cd" is a ValueError (it would be
+        ignored).
+    random_state : int, RandomState or None, default=None
+        Seed of the grids (grid r is regenerated from (seed, r)), of CD's coordinate order and of
+        the "auto" / "median" selection's subsample.
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``):
+
+        * ``device``: only CG iterations run on the GPU (binning is a numba loop on the host);
+          "cd" with "auto" runs on the CPU, with "gpu" it is a one-line DeviceError;
+        * ``n_jobs``: tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more
+          threads update coordinates asynchronously (the paper's near-linear speed-up, eq. (29))
+          and converge to the same objective, not to the same bits. Ignored by "cg";
+        * ``chunk_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
+          predict time (on-disk zarr / dask X is read in such chunks): it bounds the dense rows
+          held (chunk_rows x d floats), not the fit's n x R bin hashes and Z, kept whole.
+
+        Fitted: ``engine_``.
 
     Attributes
     ----------
-{doc_indent(_RB_ATTRS.format(intercept="float or ndarray of shape (C,)" + chr(10)
-                             + "    The training targets' mean."))}
+    coef_ : ndarray of shape (D,) or (D, C)
+        Coefficients over the D = ``n_features_out_`` RB features (on the host).
+    intercept_ : float or ndarray of shape (C,)
+        The training targets' mean.
+    features_ : kernels.random_binning.RandomBinning
+        The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
+        feature at predict time).
+    n_features_out_ : int
+        D, the non-empty bins of all grids (R <= D <= n R).
+    kappa_ : float
+        D / R, the mean non-empty bins per grid (paper 002's kappa).
+    bandwidth_ : float
+        sigma used.
+    reg_ : float
+        nu used (see ``reg``).
+    seed_ : int
+    history_ : dict
+        Per-iteration records of the solver: iter, time, and the residual (CG) or objective (CD).
+    n_iter_ : int
+        CG iterations / CD epochs run.
+    n_features_in_ : int
 
     Examples
     --------
@@ -310,6 +289,19 @@ class RBRegressor(RegressorMixin, _RBBase):
     _allowed_losses = ("square",)
 
     def fit(self, X, y):
+        """Build the RB features of X (Algorithm 1) and solve for the coefficients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at
+            a time. Dense only.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
         device = self._validate_params_rb()
         X, y = check_X_y(self, reject_sparse(X), y, regression=True)
         y = np.asarray(y, dtype=np.float64)
@@ -321,8 +313,6 @@ class RBRegressor(RegressorMixin, _RBBase):
             W, self.intercept_ = W[:, 0], float(self.intercept_[0])
         self.coef_ = W
         return self
-
-    fit.__doc__ = _RB_FIT.format(y="array-like of shape (n_samples,) or (n_samples, n_outputs)")
 
     def predict(self, X):
         """Predicted targets Z(x) coef_ + intercept_ (bins unseen in training contribute 0).
@@ -346,24 +336,100 @@ class RBRegressor(RegressorMixin, _RBBase):
 
 
 class RBClassifier(LabelsFromScores, ClassifierMixin, _RBBase):
-    __doc__ = f"""Classification on Random Binning features (Wu et al., KDD 2016, paper 002):
+    """Classification on Random Binning features (Wu et al., KDD 2016, paper 002):
     one-vs-all ridge by conjugate gradients (``solver="cg"``, §3.1; all classes as one block of
     right-hand sides) or L1-regularised square / logistic / squared-hinge loss by parallel
     coordinate descent (``solver="cd"``, §4, eq. (23), Algorithm 2).
 
-    Targets are {{-1, +1}}: one column for two classes, one-vs-all columns otherwise; predict by
+    Targets are {-1, +1}: one column for two classes, one-vs-all columns otherwise; predict by
     sign / argmax. ``predict_proba`` exists for ``loss="logistic"``.
 
     Parameters
     ----------
-{doc_indent(_RB_PARAMS.replace("{loss}", '"square" (the only one for "cg"), "logistic" or "squared_hinge" '
-                              + '(the losses of eq. (23)' + chr(10) + '    with "cd").'))}
+    kernel : "laplacian", default="laplacian"
+        k(x, x') = exp(-||x - x'||_1 / sigma), paper 002's eq. (5): the product kernels with
+        k_j'' >= 0 have RB features (eq. (6)), and the Laplacian is the one implemented
+        (``kernels.random_binning.RB_KERNELS``).
+    bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
+        sigma. "auto": held-out selection on a slice with the exact Laplacian kernel
+        (``kernels.selection``; README "Defaults, and the rule behind each"); "median": the median
+        L1 distance of a sample ("median*4" for a multiple); fitted: ``bandwidth_``. Grid widths
+        are drawn as delta ~ Gamma(2, sigma) per dimension (Algorithm 1, p(delta) ∝ delta k''(delta)).
+    n_components : int >= 1, default=256
+        R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds
+        n R entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
+        O(1 / (kappa R)) (paper 002, Theorem 1); 256 is inside the range of R the paper sweeps
+        (10 to 1,000, Fig. 4 and 5), a middle setting rather than a tuned one.
+    reg : "auto", float or "x/n", default="auto"
+        nu, per sample. ``solver="cg"``: the ridge (nu/2)||w||^2 of the averaged objective (ERM (1)),
+        > 0; the system solved is (Z^T Z + N nu I) W = Z^T Y (paper 002 §3.1's lambda = N nu).
+        ``solver="cd"``: the weight of the L1 objective (23), nu ||w||_1 + (1/N) sum L (>= 0).
+        "auto" = alpha / N with alpha from held-out selection (``kernels.selection``: kernel ridge's
+        alpha, the same ridge system with the exact kernel) in place of the paper's fixed 0.01;
+        for CD it is only a scale (it was chosen for an L2 penalty: the registry's ``rb_cd``
+        preset fixes reg=1e-4). Fitted: ``reg_``.
+    solver : {"cg", "cd"}, default="cg"
+        "cg": ridge by conjugate gradients on Z (never forming Z^T Z; §3.1,
+        ``solvers.rb_cg``), GPU-capable. "cd": parallel randomized coordinate descent on the L1
+        objective (23) (Algorithm 2, updates (24)-(27); ``solvers.rb_cd``), CPU only.
+    loss : str, default="square"
+        "square" (the only one for "cg"), "logistic" or "squared_hinge" (the losses of eq. (23)
+        with "cd").
+    tol : float >= 0, default=1e-4
+        "cg": relative residual ||Z^T Y - (Z^T Z + lambda I) W|| / ||Z^T Y|| per column; "cd":
+        relative decrease of objective (23) over an epoch. The paper's comparisons stop CG at
+        1e-3 (§5.2: an iterative solver "has no need to solve in high precision"); the default is
+        a decade tighter so that the features, not the early stop, decide the error.
+    n_iter : int >= 1, default=1000
+        CG iterations / CD epochs at most (each is one pass over Z); reaching it without ``tol``
+        is a ConvergenceWarning.
+    precondition : bool, default=False
+        Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features). False,
+        the paper's plain CG: Jacobi helps at loose tolerances but can need more iterations at
+        tight ones (``solvers.rb_cg``). "cg" only: True with "cd" is a ValueError (it would be
+        ignored).
+    random_state : int, RandomState or None, default=None
+        Seed of the grids (grid r is regenerated from (seed, r)), of CD's coordinate order and of
+        the "auto" / "median" selection's subsample.
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``):
+
+        * ``device``: only CG iterations run on the GPU (binning is a numba loop on the host);
+          "cd" with "auto" runs on the CPU, with "gpu" it is a one-line DeviceError;
+        * ``n_jobs``: tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more
+          threads update coordinates asynchronously (the paper's near-linear speed-up, eq. (29))
+          and converge to the same objective, not to the same bits. Ignored by "cg";
+        * ``chunk_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
+          predict time (on-disk zarr / dask X is read in such chunks): it bounds the dense rows
+          held (chunk_rows x d floats), not the fit's n x R bin hashes and Z, kept whole.
+
+        Fitted: ``engine_``.
 
     Attributes
     ----------
     classes_ : ndarray
         The class labels.
-{doc_indent(_RB_ATTRS.format(intercept="float" + chr(10) + "    0.0 (the features hold a constant)."))}
+    coef_ : ndarray of shape (D,) or (D, C)
+        Coefficients over the D = ``n_features_out_`` RB features (on the host).
+    intercept_ : float
+        0.0 (the features hold a constant).
+    features_ : kernels.random_binning.RandomBinning
+        The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
+        feature at predict time).
+    n_features_out_ : int
+        D, the non-empty bins of all grids (R <= D <= n R).
+    kappa_ : float
+        D / R, the mean non-empty bins per grid (paper 002's kappa).
+    bandwidth_ : float
+        sigma used.
+    reg_ : float
+        nu used (see ``reg``).
+    seed_ : int
+    history_ : dict
+        Per-iteration records of the solver: iter, time, and the residual (CG) or objective (CD).
+    n_iter_ : int
+        CG iterations / CD epochs run.
+    n_features_in_ : int
 
     Examples
     --------
@@ -382,6 +448,20 @@ class RBClassifier(LabelsFromScores, ClassifierMixin, _RBBase):
     _allowed_losses = tuple(CD_LOSSES)
 
     def fit(self, X, y):
+        """Build the RB features of X (Algorithm 1) and solve for the coefficients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at
+            a time. Dense only.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self
+        """
         device = self._validate_params_rb()
         X, y = check_X_y(self, reject_sparse(X), y, regression=False)
         coder = LabelCoder(y, self.loss)
@@ -392,9 +472,6 @@ class RBClassifier(LabelsFromScores, ClassifierMixin, _RBBase):
         self.coef_ = W[:, 0] if W.shape[1] == 1 else W
         self.intercept_ = 0.0
         return self
-
-    fit.__doc__ = _RB_FIT.format(y="array-like of shape (n_samples,)" + chr(10)
-                                 + "            Class labels.")
 
     def decision_function(self, X):
         """Decision scores Z(x) coef_; positive favours ``classes_[1]`` (binary).

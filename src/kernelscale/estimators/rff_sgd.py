@@ -13,7 +13,7 @@ from ..distributed import current_client
 from ..kernels import FourierBlocks
 from ..solvers.rff_sgd import RFFSGD
 from ..stream import BatchStream, is_in_memory
-from ._base import check_X, doc_indent
+from ._base import check_X
 from ._kernel_common import (
     CLASSIFICATION_LOSSES,
     REGRESSION_LOSSES,
@@ -32,62 +32,6 @@ from ._params import (
     Real,
     reg_and_ridge,
 )
-
-_RFF_PARAMS = """\
-loss : str or None, default=None
-    Classifier: "logistic" (default), "hinge", "square", "squared_hinge"; regressor: "square"
-    (default), "epsilon_insensitive", "huber".
-solver : {"sgd", "svrg"}, default="sgd"
-n_components : "auto" or int, default="auto"
-    D random features; "auto" = max(1000, ceil(sqrt(n) ln n)) (the count that keeps the exact
-    kernel's learning rate, Rudi & Rosasco 2017); fitted: ``n_components_``.
-reg : "auto", float >= 0 or "x/n", default="auto"
-    nu, the penalty (nu/2)||W||^2 of the averaged objective on the feature weights (the RKHS
-    norm of the random-feature model); "auto" = alpha_sel / n with alpha_sel from
-    ``kernels.selection`` (chosen with the bandwidth); fitted: ``reg_``.
-eta0 : "auto" or float, default="auto"
-    Step size; "auto" = m / (L (beta + (m - 1) lambda_1) + m nu), the largest stable
-    mini-batch step (``solvers.rff_sgd``). A given eta0 is clamped to 1 / (2 nu) so that the
-    shrink factor 1 - eta nu stays in [1/2, 1]. SGD decays it as eta0 / (1 + nu eta0 t);
-    SVRG keeps it constant. Fitted: ``eta0_``.
-batch_size : int, default=64
-    m, rows per step; a value above n is capped at n (one step = one pass; fitted:
-    ``batch_size_``).
-svrg_inner : "epoch" or int, default="epoch"
-    Iterations between SVRG snapshots ("epoch" = one pass). ``solver="svrg"`` only: another
-    value with "sgd" is a ValueError (it would be ignored).
-n_iter : "auto", int >= 1 or "K epochs", default="auto"
-    Mini-batch steps per ``fit`` call. "auto" = 20 epochs, 20 ceil(n / m): with nu ~ 1/n the
-    problem is ill-conditioned (condition number ~ n), so plain SGD needs many passes and is
-    limited by optimisation before the features.
-kernel : str, default="gaussian"
-    Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
-bandwidth : "auto", "median", "median*<f>" or float, default="auto"
-    sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
-    the rule behind each"); fitted: ``bandwidth_``.
-warm_start : bool, default=False
-    Each ``fit`` continues the fitted model.
-random_state : int, RandomState or None, default=None
-engine : dict, kernelscale.engine.Engine or None, default=None
-    Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
-    X ``window_rows`` / ``memory_budget`` (the feature matrix is batch_size x n_components).
-    Fitted: ``engine_``.
-verbose : int, default=0
-    0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
-    (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
-    change the fitted model."""
-
-_RFF_ATTRS = """\
-solver_ : solvers.rff_sgd.RFFSGD
-    Holds the weights ``w`` over the random features.
-reg_, eta0_, n_components_, bandwidth_ : the values used.
-batch_size_ : int
-    m used: ``batch_size``, at most n.
-n_iter_ : int
-    Iterations so far.
-history_ : dict
-    Per-iteration records: iter, time, objective (batch loss), step.
-n_features_in_ : int"""
 
 
 class _RFFSGDBase(IterativeMixin, KernelEstimatorBase):
@@ -192,18 +136,68 @@ class _RFFSGDBase(IterativeMixin, KernelEstimatorBase):
 
 
 class RFFSGDClassifier(ClassifierTargets, ClassifierMixin, _RFFSGDBase):
-    __doc__ = f"""Random Fourier features (fixed count) + mini-batch SGD or SVRG
+    """Random Fourier features (fixed count) + mini-batch SGD or SVRG
     (``solvers.rff_sgd``); labels as -1 / +1, one-vs-all for several classes.
 
     Parameters
     ----------
-{doc_indent(_RFF_PARAMS)}
+    loss : str or None, default=None
+        Classifier: "logistic" (default), "hinge", "square", "squared_hinge"; regressor: "square"
+        (default), "epsilon_insensitive", "huber".
+    solver : {"sgd", "svrg"}, default="sgd"
+    n_components : "auto" or int, default="auto"
+        D random features; "auto" = max(1000, ceil(sqrt(n) ln n)) (the count that keeps the exact
+        kernel's learning rate, Rudi & Rosasco 2017); fitted: ``n_components_``.
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu, the penalty (nu/2)||W||^2 of the averaged objective on the feature weights (the RKHS
+        norm of the random-feature model); "auto" = alpha_sel / n with alpha_sel from
+        ``kernels.selection`` (chosen with the bandwidth); fitted: ``reg_``.
+    eta0 : "auto" or float, default="auto"
+        Step size; "auto" = m / (L (beta + (m - 1) lambda_1) + m nu), the largest stable
+        mini-batch step (``solvers.rff_sgd``). A given eta0 is clamped to 1 / (2 nu) so that the
+        shrink factor 1 - eta nu stays in [1/2, 1]. SGD decays it as eta0 / (1 + nu eta0 t);
+        SVRG keeps it constant. Fitted: ``eta0_``.
+    batch_size : int, default=64
+        m, rows per step; a value above n is capped at n (one step = one pass; fitted:
+        ``batch_size_``).
+    svrg_inner : "epoch" or int, default="epoch"
+        Iterations between SVRG snapshots ("epoch" = one pass). ``solver="svrg"`` only: another
+        value with "sgd" is a ValueError (it would be ignored).
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Mini-batch steps per ``fit`` call. "auto" = 20 epochs, 20 ceil(n / m): with nu ~ 1/n the
+        problem is ill-conditioned (condition number ~ n), so plain SGD needs many passes and is
+        limited by optimisation before the features.
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    warm_start : bool, default=False
+        Each ``fit`` continues the fitted model.
+    random_state : int, RandomState or None, default=None
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
+        X ``window_rows`` / ``memory_budget`` (the feature matrix is batch_size x n_components).
+        Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
     classes_ : ndarray
         The class labels.
-{doc_indent(_RFF_ATTRS)}
+    solver_ : solvers.rff_sgd.RFFSGD
+        Holds the weights ``w`` over the random features.
+    reg_, eta0_, n_components_, bandwidth_ : the values used.
+    batch_size_ : int
+        m used: ``batch_size``, at most n.
+    n_iter_ : int
+        Iterations so far.
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch loss), step.
+    n_features_in_ : int
 
     Examples
     --------
@@ -240,16 +234,66 @@ class RFFSGDClassifier(ClassifierTargets, ClassifierMixin, _RFFSGDBase):
 
 
 class RFFSGDRegressor(RegressorTargets, RegressorMixin, _RFFSGDBase):
-    __doc__ = f"""Random Fourier features (fixed count) + mini-batch SGD or SVRG
+    """Random Fourier features (fixed count) + mini-batch SGD or SVRG
     (``solvers.rff_sgd``) for regression; multi-output y allowed.
 
     Parameters
     ----------
-{doc_indent(_RFF_PARAMS)}
+    loss : str or None, default=None
+        Classifier: "logistic" (default), "hinge", "square", "squared_hinge"; regressor: "square"
+        (default), "epsilon_insensitive", "huber".
+    solver : {"sgd", "svrg"}, default="sgd"
+    n_components : "auto" or int, default="auto"
+        D random features; "auto" = max(1000, ceil(sqrt(n) ln n)) (the count that keeps the exact
+        kernel's learning rate, Rudi & Rosasco 2017); fitted: ``n_components_``.
+    reg : "auto", float >= 0 or "x/n", default="auto"
+        nu, the penalty (nu/2)||W||^2 of the averaged objective on the feature weights (the RKHS
+        norm of the random-feature model); "auto" = alpha_sel / n with alpha_sel from
+        ``kernels.selection`` (chosen with the bandwidth); fitted: ``reg_``.
+    eta0 : "auto" or float, default="auto"
+        Step size; "auto" = m / (L (beta + (m - 1) lambda_1) + m nu), the largest stable
+        mini-batch step (``solvers.rff_sgd``). A given eta0 is clamped to 1 / (2 nu) so that the
+        shrink factor 1 - eta nu stays in [1/2, 1]. SGD decays it as eta0 / (1 + nu eta0 t);
+        SVRG keeps it constant. Fitted: ``eta0_``.
+    batch_size : int, default=64
+        m, rows per step; a value above n is capped at n (one step = one pass; fitted:
+        ``batch_size_``).
+    svrg_inner : "epoch" or int, default="epoch"
+        Iterations between SVRG snapshots ("epoch" = one pass). ``solver="svrg"`` only: another
+        value with "sgd" is a ValueError (it would be ignored).
+    n_iter : "auto", int >= 1 or "K epochs", default="auto"
+        Mini-batch steps per ``fit`` call. "auto" = 20 epochs, 20 ceil(n / m): with nu ~ 1/n the
+        problem is ill-conditioned (condition number ~ n), so plain SGD needs many passes and is
+        limited by optimisation before the features.
+    kernel : str, default="gaussian"
+        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
+    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
+        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
+        the rule behind each"); fitted: ``bandwidth_``.
+    warm_start : bool, default=False
+        Each ``fit`` continues the fitted model.
+    random_state : int, RandomState or None, default=None
+    engine : dict, kernelscale.engine.Engine or None, default=None
+        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk
+        X ``window_rows`` / ``memory_budget`` (the feature matrix is batch_size x n_components).
+        Fitted: ``engine_``.
+    verbose : int, default=0
+        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
+        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
+        change the fitted model.
 
     Attributes
     ----------
-{doc_indent(_RFF_ATTRS)}
+    solver_ : solvers.rff_sgd.RFFSGD
+        Holds the weights ``w`` over the random features.
+    reg_, eta0_, n_components_, bandwidth_ : the values used.
+    batch_size_ : int
+        m used: ``batch_size``, at most n.
+    n_iter_ : int
+        Iterations so far.
+    history_ : dict
+        Per-iteration records: iter, time, objective (batch loss), step.
+    n_features_in_ : int
 
     Examples
     --------
