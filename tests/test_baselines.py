@@ -376,3 +376,33 @@ def test_solvers_pickled_with_the_former_name_of_nu_load_it_as_reg(cls, old):
     solver = solver_cls.__new__(solver_cls)
     solver.__setstate__({old: 0.25, "t": 3, "xp": None})
     assert solver.reg == 0.25 and not hasattr(solver, old) and solver.t == 3
+
+
+def test_models_pickled_before_the_targets_mixins_predict_the_same():
+    """RB and exact-SVM estimators took the shared targets mixins (``estimators._targets``).
+    A model pickled before has no ``_y_1d`` (RB regressor) or ``_coder`` with an SVC fitted on
+    the labels themselves (exact SVM); both still load and predict as they did."""
+    from sklearn.datasets import make_classification
+
+    from kernelscale.estimators.exact import ExactSVMClassifier
+    from kernelscale.estimators.random_binning import RBRegressor
+
+    X, y = _regression(200)
+    rb = RBRegressor(n_components=16, bandwidth=2.0, reg=1e-3, random_state=0).fit(X, y)
+    old = pickle.loads(pickle.dumps(rb))
+    del old.__dict__["_y_1d"]
+    back = pickle.loads(pickle.dumps(old))
+    assert back.predict(X).shape == (200,)
+    assert np.array_equal(back.predict(X), rb.predict(X))
+
+    Xc, yc = make_classification(n_samples=150, n_features=4, n_informative=3, n_redundant=0,
+                                 n_classes=3, random_state=0)
+    labels = np.array(["a", "b", "c"])[yc]
+    svm = ExactSVMClassifier(reg=1e-2, bandwidth=1.0).fit(Xc, labels)
+    assert np.array_equal(svm.svm_.classes_, [0, 1, 2])  # LIBSVM fitted the class indices
+    old = pickle.loads(pickle.dumps(svm))
+    old.svm_ = SVC(C=svm.C_, gamma=svm.svm_.gamma, decision_function_shape="ovr").fit(Xc, labels)
+    del old.__dict__["_coder"]
+    back = pickle.loads(pickle.dumps(old))
+    assert np.array_equal(back.predict(Xc), svm.predict(Xc))
+    assert np.array_equal(back.decision_function(Xc), svm.decision_function(Xc))

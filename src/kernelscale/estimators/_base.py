@@ -122,22 +122,16 @@ def device_and_dtype(device, dtype):
 
 class OnDevice:
     """Mixin for estimators whose fitted state is one object with device arrays, named by
-    ``_device_state`` and moved by its ``to(xp)`` (a no-op where it already is)."""
-
-    _device_state = "solver_"
+    ``_fitted_state`` and moved by its ``to(xp)`` (a no-op where it already is)."""
 
     def _xp(self, fitting=True):
         """Namespace to compute in; moves a model loaded on another machine to a usable device
         (to predict, the CPU where ``device`` is "gpu" but this host has none)."""
         dev = (resolve_device if fitting else predict_device)(self.engine_.device)
         xp = namespace(dev)
-        getattr(self, self._device_state).to(xp)
+        getattr(self, self._fitted_state).to(xp)
         self.device_ = dev
         return xp
-
-    def _fresh(self) -> bool:
-        """Whether this ``fit`` starts from scratch (not a warm start of a fitted model)."""
-        return not (getattr(self, "warm_start", False) and hasattr(self, self._device_state))
 
 
 LABEL_CHUNK = 1 << 16  # labels validated and encoded this many at a time

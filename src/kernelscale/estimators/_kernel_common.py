@@ -1,5 +1,5 @@
-"""Pieces shared by the EigenPro and baseline estimators: kernel/bandwidth/device set-up, target
-coding for regressors and classifiers, chunked prediction through a solver's ``decision``, the
+"""Pieces shared by the EigenPro and baseline estimators: kernel/bandwidth/device set-up
+(the targets mixins are in ``_targets``), chunked prediction through a solver's ``decision``, the
 losses they accept, the ridge of a summed-loss solve and the iterative estimators'
 training loop."""
 
@@ -16,11 +16,10 @@ from ..kernels.selection import select
 from ..losses import make_loss
 from ..rng import seed_from
 from ..solvers._common import Progress, predict_rows, run_loop
-from ._base import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype, reject_sparse
+from ._base import OnDevice, check_X, device_and_dtype, reject_sparse
 from ._params import KernelscaleEstimator, reg_and_ridge, steps
-from ._predict import LabelsFromScores, TargetsFromOutputs
 
-__all__ = ["KernelEstimatorBase", "RegressorTargets", "ClassifierTargets", "IterativeMixin",
+__all__ = ["KernelEstimatorBase", "IterativeMixin",
            "auto_kernel", "check_loss", "ridge_alpha", "exact_max_n", "n_features_rule",
            "reject_sparse", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES"]
 
@@ -88,56 +87,6 @@ class KernelEstimatorBase(OnDevice, KernelscaleEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
-
-
-class RegressorTargets(TargetsFromOutputs):
-    """Mixin: y -> (n, C) float targets; predict returns 1-D for 1-D training targets."""
-
-    def _fit_targets(self, X, y):
-        reject_sparse(X)
-        X, y = check_X_y(self, X, y, regression=True)
-        y = np.asarray(y, dtype=np.float64)
-        if self._fresh():
-            self._y_1d = y.ndim == 1
-        return X, y.reshape(len(y), -1)
-
-
-class ClassifierTargets(LabelsFromScores):
-    """Mixin: class labels -> encoded targets; ``_coding`` is "margin" ({-1, +1}; one column for
-    two classes, one-vs-all columns otherwise) or "onehot" (one column per class, 0/1)."""
-
-    _coding = "margin"
-
-    def _fit_targets(self, X, y):
-        reject_sparse(X)
-        X, y = check_X_y(self, X, y, regression=False)
-        if self._fresh():
-            coder = LabelCoder(y, "softmax" if self._coding == "onehot" else "hinge")
-            self._coder = coder
-            self.classes_ = coder.classes_
-        idx = self._coder.index_of(y)
-        return X, self._coder.encode_index(idx, np, np.float64)
-
-    def decision_function(self, X):
-        """Decision scores; positive favours ``classes_[1]`` (binary).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            One column for two classes (one-hot coding: class 1's score minus class 0's);
-            one-vs-all scores, one per class, otherwise.
-        """
-        F = self._decision(X)
-        if F.shape[1] == 1:
-            return F[:, 0]
-        if len(self.classes_) == 2:  # one-hot binary: score of class 1 over class 0
-            return F[:, 1] - F[:, 0]
-        return F
 
 
 CLASSIFICATION_LOSSES = ("logistic", "hinge", "square", "squared_hinge")

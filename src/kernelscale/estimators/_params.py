@@ -282,6 +282,11 @@ class KernelscaleEstimator(BaseEstimator):
             raise ValueError(f"{name}={problem}")
 
     _auto_dtype = "float64"  # what engine dtype "auto" means for this estimator
+    _fitted_state = "solver_"  # the attribute a fit creates and a warm start continues from
+
+    def _fresh(self) -> bool:
+        """Whether this ``fit`` starts from scratch (not a warm start of a fitted model)."""
+        return not (getattr(self, "warm_start", False) and hasattr(self, self._fitted_state))
 
     def _resolve_engine(self) -> _engine.Engine:
         """``engine_``: this estimator's ``engine`` over the context's (``kernelscale.engine``),

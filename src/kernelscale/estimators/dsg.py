@@ -30,7 +30,7 @@ from ..stream import BatchStream, is_in_memory, predict_rows, take_rows
 from ._base import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype
 from ._kernel_common import auto_kernel
 from ._params import ITERS, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, steps
-from ._predict import LabelsFromScores, TargetsFromOutputs
+from ._targets import LabelsFromScores, TargetsFromOutputs
 
 _PREDICT_CHUNK = 8192
 # rows whose block covariance gives precondition="eigenpro" its P: resolves eigenvalues down to
@@ -134,7 +134,7 @@ class _DSGBase(OnDevice, KernelscaleEstimator):
     """Implementation shared by the DSG estimators (parameters: see ``DSGRegressor``)."""
 
     iterative = True
-    _device_state = "model_"  # the fitted state moved between devices (``OnDevice``)
+    _fitted_state = "model_"  # the fitted state moved between devices (``OnDevice``)
     _default_loss = "square"
     _auto_dtype = "float32"  # engine dtype "auto" (``kernelscale.engine``)
     _batch_rows = None  # B before the cap at n (models pickled before it existed: see _batch)

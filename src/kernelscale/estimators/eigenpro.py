@@ -24,11 +24,10 @@ from ..solvers._common import Progress, load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
 from ..stream import BatchStream, is_in_memory
 from ._kernel_common import (
-    ClassifierTargets,
     KernelEstimatorBase,
-    RegressorTargets,
 )
 from ._params import CONFIG_ONLY, ITERS, Int, OneOf, Real, steps
+from ._targets import ClassifierTargets, RegressorTargets
 
 METHODS = ("kernel", "rff")
 DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # paper 004 §6: tau = 1 primal/kernel, 1/4 for RF

@@ -14,11 +14,9 @@ from ..backend import DeviceError, resolve_device
 from ..rng import seed_from
 from ..solvers._common import load_rows
 from ..solvers.exact import ExactKRR
-from ._base import LabelCoder, check_X, check_X_y
+from ._base import check_X
 from ._kernel_common import (
-    ClassifierTargets,
     KernelEstimatorBase,
-    RegressorTargets,
     auto_kernel,
     exact_max_n,
     reject_sparse,
@@ -31,6 +29,7 @@ from ._params import (
     Real,
     reg_and_ridge,
 )
+from ._targets import ClassifierTargets, RegressorTargets
 
 
 class _ExactKRRBase(KernelEstimatorBase):
@@ -239,25 +238,15 @@ class _ExactSVMBase(KernelscaleEstimator):
             return {"kernel": "rbf", "gamma": 1.0 / (2.0 * self.bandwidth_**2)}
         return {"kernel": _KernelFunction(self.kernel_)}
 
-    def predict(self, X):
-        """Predictions of the fitted LIBSVM model.
+    _fitted_state = "svm_"
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Class labels (classifier) or targets (regressor).
-        """
+    def _svm_rows(self, X):
+        """X checked for the fitted LIBSVM model (in memory, as LIBSVM needs)."""
         check_is_fitted(self, "svm_")
-        reject_sparse(X)
-        return self.svm_.predict(check_X(self, X, reset=False))
+        return check_X(self, reject_sparse(X), reset=False)
 
 
-class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
+class ExactSVMClassifier(ClassifierTargets, ClassifierMixin, _ExactSVMBase):
     """Exact kernel SVM by LIBSVM (scikit-learn's ``SVC``; CPU only): the accuracy
     reference of paper 000 (its Table 3: DSG / UDSG / CDSG against LIBSVM's converged
     solution), with kernelscale's kernel and bandwidth naming.
@@ -340,20 +329,22 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
         -------
         self
         """
-        reject_sparse(X)
-        X, y = check_X_y(self, X, y, regression=False)
-        coder = LabelCoder(y, "hinge")  # one-line errors for regression targets / a single class
-        kw = self._svm_kernel(X, coder.encode_index(coder.y_index, np, np.float64))
+        X, Y = self._fit_targets(X, y)
+        kw = self._svm_kernel(X, Y)
+        # LIBSVM fits the class indices, which are its own encoding of y (np.unique's order)
         self.svm_ = SVC(C=self.C_, tol=self.tol, cache_size=self.cache_size,
-                        decision_function_shape="ovr", **kw).fit(X, y)
-        self.classes_ = self.svm_.classes_
+                        decision_function_shape="ovr", **kw).fit(X, self._coder.y_index)
         return self
 
-    _used_only = {"epsilon": ("by ExactSVMRegressor (the half-width of SVR's tube)", (),
-                              lambda p: False)}
+    def _decision(self, X):
+        """LIBSVM's decision values as (n, C): one column for two classes."""
+        X = self._svm_rows(X)
+        F = self.svm_.decision_function(X)
+        return F.reshape(F.shape[0], -1)
 
-    def decision_function(self, X):
-        """LIBSVM's decision values, one-vs-rest shaped for several classes.
+    def predict(self, X):
+        """Class labels by LIBSVM's own rule: the one-vs-one vote (ties to the first class),
+        which can differ from the argmax of the one-vs-rest ``decision_function`` where votes tie.
 
         Parameters
         ----------
@@ -362,17 +353,17 @@ class ExactSVMClassifier(ClassifierMixin, _ExactSVMBase):
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            One column for two classes (positive favours ``classes_[1]``).
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
         """
-        check_is_fitted(self, "svm_")
-        reject_sparse(X)
-        return self.svm_.decision_function(check_X(self, X, reset=False))
+        X = self._svm_rows(X)
+        out = self.svm_.predict(X)
+        if not hasattr(self, "_coder"):  # pickled before the targets mixins: fitted on labels
+            return out
+        return self.classes_[out.astype(np.int64)]
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = True
-        return tags
+    _used_only = {"epsilon": ("by ExactSVMRegressor (the half-width of SVR's tube)", (),
+                              lambda p: False)}
 
 
 class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
@@ -461,6 +452,22 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
         self.svm_ = SVR(C=self.C_, epsilon=float(self.epsilon), tol=self.tol,
                         cache_size=self.cache_size, **kw).fit(X, y)
         return self
+
+    def predict(self, X):
+        """Targets predicted by the fitted LIBSVM model (SVR fits one output, so its targets stay
+        scikit-learn's: a column y is ravelled with the usual DataConversionWarning).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        X = self._svm_rows(X)
+        return self.svm_.predict(X)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,10 +14,8 @@ from ..solvers.norma import NORMA
 from ..stream import BatchStream
 from ._kernel_common import (
     REGRESSION_LOSSES,
-    ClassifierTargets,
     IterativeMixin,
     KernelEstimatorBase,
-    RegressorTargets,
     check_loss,
 )
 from ._params import (
@@ -28,6 +26,7 @@ from ._params import (
     Real,
     reg_and_ridge,
 )
+from ._targets import ClassifierTargets, RegressorTargets
 
 # NORMA budget="auto": the centres it may hold. A step reads them all, so this bounds the cost
 # of a step as well as the memory: 10,700 terms at d = 784 in float64 (Fashion-MNIST at 256 MB,

@@ -10,9 +10,7 @@ from ..preconditioners import subsample_indices
 from ..solvers._common import take_rows
 from ..solvers.nystrom import NystromRidge
 from ._kernel_common import (
-    ClassifierTargets,
     KernelEstimatorBase,
-    RegressorTargets,
     n_features_rule,
     ridge_alpha,
 )
@@ -21,6 +19,7 @@ from ._params import (
     Int,
     Real,
 )
+from ._targets import ClassifierTargets, RegressorTargets
 
 NYSTROM_CHUNK_ROWS = 8192  # Nystrom's default engine chunk_rows
 

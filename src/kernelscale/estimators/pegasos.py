@@ -10,7 +10,6 @@ from ..solvers._common import load_rows
 from ..solvers.pegasos import KernelPegasos
 from ..stream import BatchStream
 from ._kernel_common import (
-    ClassifierTargets,
     IterativeMixin,
     KernelEstimatorBase,
 )
@@ -20,6 +19,7 @@ from ._params import (
     Int,
     reg_and_ridge,
 )
+from ._targets import ClassifierTargets
 
 
 class PegasosClassifier(IterativeMixin, ClassifierTargets, ClassifierMixin, KernelEstimatorBase):

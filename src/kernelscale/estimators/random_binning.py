@@ -40,10 +40,10 @@ from ..rng import seed_from
 from ..solvers._rowwise_csr import RowwiseCSR
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
-from ._base import LabelCoder, check_X, check_X_y, reject_sparse
+from ._base import check_X, reject_sparse
 from ._kernel_common import auto_kernel
 from ._params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge
-from ._predict import LabelsFromScores
+from ._targets import ClassifierTargets, RegressorTargets
 
 SOLVERS = ("cg", "cd")
 
@@ -52,6 +52,7 @@ class _RBBase(KernelscaleEstimator):
     """Shared fitting code; see the module docstring for the parameters' meaning."""
 
     iterative = False  # no warm_start segments: the whole solve is one fit
+    _fitted_state = "coef_"
 
     _rules = {"solver": OneOf(*SOLVERS), "n_components": Int(1), "reg": REG,
               "tol": Real(0), "n_iter": Int(1), "precondition": BOOL}
@@ -169,11 +170,13 @@ class _RBBase(KernelscaleEstimator):
         self.n_iter_ = int(hist["iter"][-1])
         return np.asarray(W)
 
-    def _scores(self, X):
+    def _decision(self, X):
+        """Raw outputs Z(x) coef_ + intercept_, (n, C) (bins unseen in training contribute 0)."""
         check_is_fitted(self, "coef_")
         X = check_X(self, reject_sparse(X), reset=False)
         Z = self.features_.transform(X, chunk_rows=self._chunk_rows())
-        return Z @ self.coef_ + self.intercept_
+        F = Z @ self.coef_ + self.intercept_
+        return F.reshape(F.shape[0], -1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -182,7 +185,7 @@ class _RBBase(KernelscaleEstimator):
         return tags
 
 
-class RBRegressor(RegressorMixin, _RBBase):
+class RBRegressor(RegressorTargets, RegressorMixin, _RBBase):
     """Kernel regression on Random Binning features (Wu et al., KDD 2016, paper 002):
     ridge by conjugate gradients (``solver="cg"``, §3.1) or L1-regularised square loss by
     parallel coordinate descent (``solver="cd"``, §4, Algorithm 2). Multi-output y allowed.
@@ -303,39 +306,22 @@ class RBRegressor(RegressorMixin, _RBBase):
         self
         """
         device = self._validate_params_rb()
-        X, y = check_X_y(self, reject_sparse(X), y, regression=True)
-        y = np.asarray(y, dtype=np.float64)
-        Y = y[:, None] if y.ndim == 1 else y
+        X, Y = self._fit_targets(X, y)
         Z = self._fit_features(X, Y)
         self.intercept_ = Y.mean(axis=0)
         W = self._solve(Z, Y - self.intercept_, device)
-        if y.ndim == 1:
+        if self._y_1d:
             W, self.intercept_ = W[:, 0], float(self.intercept_[0])
         self.coef_ = W
         return self
 
-    def predict(self, X):
-        """Predicted targets Z(x) coef_ + intercept_ (bins unseen in training contribute 0).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            1-D when the training targets were 1-D.
-        """
-        return self._scores(X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
+    def __setstate__(self, state):
+        # models pickled before the targets mixins: 1-D targets gave a 1-D coef_
+        state.setdefault("_y_1d", np.ndim(state.get("coef_")) == 1)
+        super().__setstate__(state)
 
 
-class RBClassifier(LabelsFromScores, ClassifierMixin, _RBBase):
+class RBClassifier(ClassifierTargets, ClassifierMixin, _RBBase):
     """Classification on Random Binning features (Wu et al., KDD 2016, paper 002):
     one-vs-all ridge by conjugate gradients (``solver="cg"``, §3.1; all classes as one block of
     right-hand sides) or L1-regularised square / logistic / squared-hinge loss by parallel
@@ -463,30 +449,12 @@ class RBClassifier(LabelsFromScores, ClassifierMixin, _RBBase):
         self
         """
         device = self._validate_params_rb()
-        X, y = check_X_y(self, reject_sparse(X), y, regression=False)
-        coder = LabelCoder(y, self.loss)
-        self.classes_ = coder.classes_
-        Y = coder.encode_index(coder.y_index, np, np.float64)
+        X, Y = self._fit_targets(X, y)
         Z = self._fit_features(X, Y)
         W = self._solve(Z, Y, device)
         self.coef_ = W[:, 0] if W.shape[1] == 1 else W
         self.intercept_ = 0.0
         return self
-
-    def decision_function(self, X):
-        """Decision scores Z(x) coef_; positive favours ``classes_[1]`` (binary).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            One column for two classes; one-vs-all scores, one per class, otherwise.
-        """
-        return self._scores(X)
 
     def _has_proba(self):
         return self.loss == "logistic"

@@ -17,10 +17,8 @@ from ._base import check_X
 from ._kernel_common import (
     CLASSIFICATION_LOSSES,
     REGRESSION_LOSSES,
-    ClassifierTargets,
     IterativeMixin,
     KernelEstimatorBase,
-    RegressorTargets,
     check_loss,
     n_features_rule,
 )
@@ -32,6 +30,7 @@ from ._params import (
     Real,
     reg_and_ridge,
 )
+from ._targets import ClassifierTargets, RegressorTargets
 
 
 class _RFFSGDBase(IterativeMixin, KernelEstimatorBase):

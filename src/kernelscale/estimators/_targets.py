@@ -1,0 +1,112 @@
+"""Targets in and out, the same for every estimator: ``RegressorTargets`` / ``ClassifierTargets``
+turn y into the (n, C) float targets a solver fits (``_fit_targets``) and give predictions back
+in y's form, labels from decision scores (``LabelsFromScores``) and targets from raw outputs
+(``TargetsFromOutputs``), over an estimator's ``decision_function`` / ``_decision``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import LabelCoder, check_X_y, reject_sparse
+
+
+class LabelsFromScores:
+    """Mixin: ``predict`` by the sign of ``decision_function`` (one column) or its argmax."""
+
+    def predict(self, X):
+        """Predicted class labels: the sign of the score (binary) or its argmax.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        f = self.decision_function(X)
+        idx = (f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)
+        return self.classes_[idx]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+class TargetsFromOutputs:
+    """Mixin: ``predict`` is ``_decision`` (n, C), 1-D where the training targets were."""
+
+    def predict(self, X):
+        """Predicted targets f(x).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            1-D when the training targets were 1-D.
+        """
+        F = self._decision(X)
+        return F[:, 0] if self._y_1d else F
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class RegressorTargets(TargetsFromOutputs):
+    """Mixin: y -> (n, C) float targets; predict returns 1-D for 1-D training targets."""
+
+    def _fit_targets(self, X, y):
+        reject_sparse(X)
+        X, y = check_X_y(self, X, y, regression=True)
+        y = np.asarray(y, dtype=np.float64)
+        if self._fresh():
+            self._y_1d = y.ndim == 1
+        return X, y.reshape(len(y), -1)
+
+
+class ClassifierTargets(LabelsFromScores):
+    """Mixin: class labels -> encoded targets; ``_coding`` is "margin" ({-1, +1}; one column for
+    two classes, one-vs-all columns otherwise) or "onehot" (one column per class, 0/1)."""
+
+    _coding = "margin"
+
+    def _fit_targets(self, X, y):
+        reject_sparse(X)
+        X, y = check_X_y(self, X, y, regression=False)
+        if self._fresh():
+            coder = LabelCoder(y, "softmax" if self._coding == "onehot" else "hinge")
+            self._coder = coder
+            self.classes_ = coder.classes_
+        idx = self._coder.index_of(y)
+        return X, self._coder.encode_index(idx, np, np.float64)
+
+    def decision_function(self, X):
+        """Decision scores; positive favours ``classes_[1]`` (binary).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column for two classes (one-hot coding: class 1's score minus class 0's);
+            one-vs-all scores, one per class, otherwise.
+        """
+        F = self._decision(X)
+        if F.shape[1] == 1:
+            return F[:, 0]
+        if len(self.classes_) == 2:  # one-hot binary: score of class 1 over class 0
+            return F[:, 1] - F[:, 0]
+        return F
