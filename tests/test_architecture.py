@@ -123,3 +123,44 @@ def test_every_random_stream_is_named_in_rng():
                                                                          rng.RB_CD_ORDER}
     data = [rng.DATA_MODEL, rng.DATA_ROWS, rng.DATA_DEFORMED, rng.DATA_BAYES]
     assert len(set(data)) == len(data)
+
+
+def _estimator_classes():
+    import inspect
+
+    from sklearn.base import BaseEstimator
+
+    import kernelscale
+
+    return [getattr(kernelscale, n) for n in kernelscale.__all__
+            if inspect.isclass(getattr(kernelscale, n))
+            and issubclass(getattr(kernelscale, n), BaseEstimator)]
+
+
+def test_every_estimator_has_the_one_base_and_the_targets_mixins():
+    """One base (declared rules, engine, warm-start test) under every public estimator; every
+    classifier predicts through ``LabelsFromScores`` and every multi-output regressor through
+    ``TargetsFromOutputs`` (``estimators._targets``), and fits through ``ClassifierTargets`` /
+    ``RegressorTargets`` except DSG (its labels may stay on disk, read by its ``LabelCoder``
+    chunk by chunk). LIBSVM's regressor fits one output and keeps scikit-learn's checks."""
+    from sklearn.base import is_classifier, is_regressor
+
+    from kernelscale.estimators._params import KernelscaleEstimator
+    from kernelscale.estimators._targets import (
+        ClassifierTargets,
+        LabelsFromScores,
+        RegressorTargets,
+        TargetsFromOutputs,
+    )
+
+    classes = _estimator_classes()
+    assert len(classes) >= 18
+    for cls in classes:
+        assert issubclass(cls, KernelscaleEstimator), cls.__name__
+        streamed_labels = cls.__name__.startswith("DSG")
+        if is_classifier(cls()):
+            assert issubclass(cls, LabelsFromScores), cls.__name__
+            assert streamed_labels or issubclass(cls, ClassifierTargets), cls.__name__
+        elif is_regressor(cls()) and cls.__name__ != "ExactSVMRegressor":
+            assert issubclass(cls, TargetsFromOutputs), cls.__name__
+            assert streamed_labels or issubclass(cls, RegressorTargets), cls.__name__
