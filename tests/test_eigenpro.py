@@ -207,3 +207,23 @@ def test_kernel_sgd_auto_batch_learns_digits():
                              random_state=0).fit(Xtr, ytr)
     assert est.batch_size_ >= 128
     assert est.score(Xte, yte) >= 0.9
+
+
+def test_rff_feature_count_grows_with_n():
+    """n_components="auto": max(2000, ceil(sqrt(n) ln n)) random features, so that the ridge
+    fit EigenPro-RF converges to is not capped by a fixed D as n grows; an int is kept as given;
+    the kernel method has none."""
+    import math
+
+    rng = np.random.default_rng(0)
+    for n, want in ((3000, 2000), (50_000, math.ceil(math.sqrt(50_000) * math.log(50_000)))):
+        X = rng.standard_normal((n, 2))
+        y = np.sin(X[:, 0])
+        est = EigenProRegressor(method="rff", bandwidth=1.0, n_iter=1, subsample_size=500,
+                                n_eigenvectors=20, random_state=0).fit(X, y)
+        assert est.n_components_ == want and est.solver_.w.shape[0] == want
+    assert want > 2000
+    est = EigenProRegressor(method="rff", n_components=64, bandwidth=1.0, n_iter=1,
+                            random_state=0).fit(X[:500], y[:500])
+    assert est.n_components_ == 64
+    assert EigenProRegressor(bandwidth=1.0, n_iter=1).fit(X[:300], y[:300]).n_components_ is None

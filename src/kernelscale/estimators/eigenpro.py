@@ -23,15 +23,14 @@ from ..kernels import FourierBlocks
 from ..solvers._common import Progress, load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
 from ..stream import BatchStream, is_in_memory
-from ._kernel_common import (
-    KernelEstimatorBase,
-)
+from ._kernel_common import KernelEstimatorBase, n_features_rule
 from ._params import CONFIG_ONLY, ITERS, Int, OneOf, Real, steps
 from ._targets import ClassifierTargets, RegressorTargets
 
 METHODS = ("kernel", "rff")
 DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # paper 004 §6: tau = 1 primal/kernel, 1/4 for RF
 AUTO_EPOCHS = 10  # n_iter="auto": epochs per fit
+AUTO_MIN_FEATURES = 2000  # n_components="auto": at least the former fixed D (below n ~ 24,000)
 
 
 class _EigenProBase(KernelEstimatorBase):
@@ -42,7 +41,7 @@ class _EigenProBase(KernelEstimatorBase):
 
     def __init__(self, method="kernel", kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
                  subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_iter="auto",
-                 n_components=2000, eig_method="auto", warm_start=False, random_state=None,
+                 n_components="auto", eig_method="auto", warm_start=False, random_state=None,
                  engine=None, verbose=0):
         self.method = method
         self.kernel = kernel
@@ -63,7 +62,7 @@ class _EigenProBase(KernelEstimatorBase):
     _rules = {"method": OneOf(*METHODS), "n_eigenvectors": Int(0), "subsample_size": Int(1),
               "batch_size": Int(1, "auto"), "eta": Real(0, "auto", strict=True),
               "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
-              "n_components": Int(1), "eig_method": OneOf("auto", "eigh", "randomized")}
+              "n_components": Int(1, "auto"), "eig_method": OneOf("auto", "eigh", "randomized")}
     _used_only = {"n_components": ("with method='rff'", ("method",),
                                    lambda p: p["method"] == "rff", CONFIG_ONLY),
                   "tau": ("with n_eigenvectors >= 1, to damp the preconditioner",
@@ -76,11 +75,14 @@ class _EigenProBase(KernelEstimatorBase):
         common = dict(n_eigenvectors=int(self.n_eigenvectors), tau=tau,
                       subsample_size=int(self.subsample_size), batch_size=self.batch_size,
                       eta=self.eta, seed=self.seed_, xp=xp, eig_method=self.eig_method)
+        self.n_components_ = None
         if self.method == "kernel":
             Xd = load_rows(X, xp, dtype)
             self.solver_ = KernelEigenPro(self.kernel_, Xd, xp.asarray(Y, dtype=dtype), **common)
         else:
-            blocks = FourierBlocks(self.kernel_, self.n_features_in_, int(self.n_components),
+            self.n_components_ = n_features_rule(int(X.shape[0]), self.n_components,
+                                                 floor=AUTO_MIN_FEATURES)
+            blocks = FourierBlocks(self.kernel_, self.n_features_in_, self.n_components_,
                                    self.seed_, xp=xp, dtype=dtype)
             self.solver_ = RFFEigenPro(blocks, X, Y.shape[1], **common)
         p = self.solver_.precond
@@ -106,7 +108,7 @@ class _EigenProBase(KernelEstimatorBase):
             def batches(t):
                 return stream.batch(t)
         else:
-            window_rows = budget_window(self.engine_, X, solver.batch_size, self.n_components,
+            window_rows = budget_window(self.engine_, X, solver.batch_size, self.n_components_,
                                         dtype)
             stream = BatchStream(X, Y, batch_size=solver.batch_size, seed=self.seed_, xp=xp,
                                  dtype=dtype, window_rows=window_rows)
@@ -187,10 +189,14 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
         Iterations (mini-batch steps) per ``fit`` call. "auto" = 10 epochs, 10 ceil(n / m): the
         paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
         (pipeline's) held-out curve.
-    n_components : int, default=2000
+    n_components : "auto" or int >= 1, default="auto"
         D, random features for ``method="rff"``; ignored with "kernel" (scikit-learn's estimator
         checks set it on every estimator that has it). The pipeline's config check refuses it for
-        the kernel method (``eigenpro: {params: {n_components: ...}}``).
+        the kernel method (``eigenpro: {params: {n_components: ...}}``). "auto" =
+        max(2000, ceil(sqrt(n) ln n)): the count with which random-feature ridge keeps the exact
+        kernel's learning rate (Rudi & Rosasco, NIPS 2017), as for RFF-SGD; EigenPro-RF converges
+        to that ridge-less fit on D features, so a fixed D caps its error as n grows. At least
+        2,000, the former fixed default. Fitted: ``n_components_``.
     eig_method : {"auto", "eigh", "randomized"}, default="auto"
         Top-k eigensystem of the subsample.
     warm_start : bool, default=False
@@ -224,6 +230,8 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
         Iterations so far.
     n_epochs_ : float
         Passes so far.
+    n_components_ : int or None
+        D used with ``method="rff"``; None with "kernel".
     history_ : dict
         Per-iteration records: iter, time, objective (batch MSE).
     bandwidth_ : float
@@ -293,10 +301,14 @@ class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
         Iterations (mini-batch steps) per ``fit`` call. "auto" = 10 epochs, 10 ceil(n / m): the
         paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
         (pipeline's) held-out curve.
-    n_components : int, default=2000
+    n_components : "auto" or int >= 1, default="auto"
         D, random features for ``method="rff"``; ignored with "kernel" (scikit-learn's estimator
         checks set it on every estimator that has it). The pipeline's config check refuses it for
-        the kernel method (``eigenpro: {params: {n_components: ...}}``).
+        the kernel method (``eigenpro: {params: {n_components: ...}}``). "auto" =
+        max(2000, ceil(sqrt(n) ln n)): the count with which random-feature ridge keeps the exact
+        kernel's learning rate (Rudi & Rosasco, NIPS 2017), as for RFF-SGD; EigenPro-RF converges
+        to that ridge-less fit on D features, so a fixed D caps its error as n grows. At least
+        2,000, the former fixed default. Fitted: ``n_components_``.
     eig_method : {"auto", "eigh", "randomized"}, default="auto"
         Top-k eigensystem of the subsample.
     warm_start : bool, default=False
@@ -332,6 +344,8 @@ class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
         Iterations so far.
     n_epochs_ : float
         Passes so far.
+    n_components_ : int or None
+        D used with ``method="rff"``; None with "kernel".
     history_ : dict
         Per-iteration records: iter, time, objective (batch MSE).
     bandwidth_ : float
