@@ -5,7 +5,9 @@
   bandwidth the "auto" selection picks and at half of it, for nu in {1e-6, 1e-4, 1e-2};
 * ``eigenpro``: EigenPro-RF at its defaults but D, one line a pass (warm-started fits);
 * ``dsg``: DSG at its defaults, four passes, at several n: the excess error over the Bayes error
-  of the test rows against n (the learning curve).
+  of the test rows against n (the learning curve);
+* ``rb``: RB-CG at its defaults but the number of grids R (``--features``), and at half the
+  selected bandwidth.
 
 The problem is benchmarks/gpu.py's and config/million.yaml's: x ~ N(0, I_20), noise 0.3
 (``kernelscale.pipeline.data.bayes``). Test rows follow the training rows in the generator's
@@ -14,6 +16,7 @@ sequence. One line a result, e.g.::
     python benchmarks/bayes_capacity.py ridge 200000 --features 2000 6000
     python benchmarks/bayes_capacity.py eigenpro 200000 --features 2000 5460 --passes 4
     python benchmarks/bayes_capacity.py dsg 12500 50000 200000
+    python benchmarks/bayes_capacity.py rb 200000 --features 256 1024
 
 Results: benchmarks/results/bayes-capacity-2026-11-26.md.
 """
@@ -26,6 +29,7 @@ import numpy as np
 
 from kernelscale import DSGClassifier
 from kernelscale.estimators.eigenpro import EigenProClassifier
+from kernelscale.estimators.random_binning import RBClassifier
 from kernelscale.pipeline.data.bayes import bayes_params, bayes_rows, conditional_error
 
 D_FEATURES = 20
@@ -93,9 +97,27 @@ def dsg(ns, n_test, passes):
                   f"blocks {est.n_blocks_}", flush=True)
 
 
+def rb(n, n_test, grids):
+    X, y, Xt, yt, bayes = rows(n, n_test)
+    print(f"n={n}: Bayes error of the {n_test} test rows {bayes:.4f}", flush=True)
+    sigma = None
+    for R in grids:
+        for half in (False, True):
+            if half and sigma is None:
+                continue
+            t = time.perf_counter()
+            est = RBClassifier(n_components=R, bandwidth=sigma / 2 if half else "auto",
+                               random_state=0, engine={"n_jobs": 1}).fit(X, y)
+            sigma = sigma or est.bandwidth_
+            err = np.mean(est.predict(Xt) != yt)
+            print(f"RB-CG R={R} sigma={est.bandwidth_:.2f} reg={est.reg_:.3g}: test error "
+                  f"{err:.4f} ({time.perf_counter() - t:.0f} s; {est.n_features_out_} bins, "
+                  f"{est.n_iter_} CG iterations)", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("ridge", "eigenpro", "dsg"))
+    ap.add_argument("what", choices=("ridge", "eigenpro", "dsg", "rb"))
     ap.add_argument("n", type=int, nargs="+", help="training rows (dsg: several)")
     ap.add_argument("--features", type=int, nargs="+", default=[2000])
     ap.add_argument("--passes", type=int, default=4)
@@ -105,6 +127,8 @@ def main():
         ridge(a.n[0], a.n_test, a.features)
     elif a.what == "eigenpro":
         eigenpro(a.n[0], a.n_test, a.features, a.passes)
+    elif a.what == "rb":
+        rb(a.n[0], a.n_test, a.features)
     else:
         dsg(a.n, a.n_test, a.passes)
 
