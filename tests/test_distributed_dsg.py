@@ -162,3 +162,42 @@ def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(client, tmp_path
     msg = str(e.value)
     assert "\n" not in msg and "cannot read the training data (d.zarr)" in msg, msg
     assert "first rows differ" in msg and "client's file system" in msg, msg
+
+
+def test_closing_a_spread_fit_does_not_wait_for_a_worker_lost_after_the_last_step(data,
+                                                                                   monkeypatch):
+    """A worker job can end between a fit's last step and its close (Slurm's scancel under
+    load). The close then stops the workers left and returns: a stop task pinned to the lost
+    worker would wait for it forever."""
+    from kernelscale import distributed_dsg
+
+    Xz, X, y, _ = data
+    c = client_for(None, n_workers=2, processes=True)
+    close = distributed_dsg.SpreadDSG.close
+
+    def close_after_a_loss(self):
+        victim = self.workers[1]
+        pid = self.client.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, signal.SIGKILL)
+        close(self)
+
+    monkeypatch.setattr(distributed_dsg.SpreadDSG, "close", close_after_a_loss)
+    est, errors = DSGClassifier(**KW), []
+
+    def fit():
+        try:
+            with use_client(c):
+                est.fit(Xz, y)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    try:
+        thread = threading.Thread(target=fit, daemon=True)
+        thread.start()
+        thread.join(timeout=300)
+    finally:
+        c.close()
+        c.cluster.close()
+    assert not thread.is_alive(), "the close waited for the lost worker"
+    assert not errors, errors
+    assert est.n_iter_ == KW["n_iter"] and est.spread_["workers"] == 2

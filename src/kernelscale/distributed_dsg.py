@@ -429,12 +429,26 @@ class SpreadDSG:
     def __call__(self, t: int) -> SpreadRows:
         return SpreadRows(self, t)
 
+    def _stop_on(self, workers: list[str], key: str, update=None) -> None:
+        """Stop fit ``key``'s worker state on ``workers`` (best effort). A task pinned to a
+        worker that has left would wait for it forever (a worker job can end between the last
+        step and the close), so the stops are collected as the steps are: a lost worker is
+        dropped and the others are asked again."""
+        while workers:
+            self.workers = workers  # what ``_collect`` watches
+            futures = [self.client.submit(_stop, key, update, workers=[a],
+                                          allow_other_workers=False, pure=False)
+                       for a in workers]
+            try:
+                self._collect(futures)
+                return
+            except _WorkerLost as e:  # a lost worker has nothing left to stop
+                workers = [w for w in workers if w not in e.workers]
+            except Exception:  # noqa: BLE001 - stopping must not hide the fit's own outcome
+                return
+        self.workers = []
+
     def close(self) -> None:
-        futures = [self.client.submit(_stop, self.key, self.pending, workers=[a],
-                                      allow_other_workers=False,
-                                      pure=False) for a in self.workers]
-        try:
-            self.client.gather(futures)
-        except Exception:  # noqa: BLE001 - a lost worker has nothing left to close
-            pass
+        """Stop the fit's ``RowWorker`` on each worker still there."""
+        self._stop_on(list(self.workers), self.key, self.pending)
         self.y_remote = None

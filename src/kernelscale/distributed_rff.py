@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 from .backend import to_numpy
-from .distributed_dsg import _WORKERS, RowWorker, SpreadDSG, _fingerprint, _stop
+from .distributed_dsg import _WORKERS, RowWorker, SpreadDSG, _fingerprint
 
 FULL_CHUNK_ROWS = 8192  # rows per chunk of SVRG's full pass (RFFSGD.full_gradient's default)
 
@@ -165,12 +165,8 @@ class SpreadRFF(SpreadDSG):
                       f"iteration {self.solver.t}; continuing on {len(left)} worker(s)",
                       RuntimeWarning, stacklevel=2)
         old = self.key
-        try:  # the old fit's workers on the machines left (best effort)
-            self.client.gather([self.client.submit(_stop, old, workers=[a],
-                                                   allow_other_workers=False, pure=False)
-                                for a in left])
-        except Exception:  # noqa: BLE001 - nothing to close is fine
-            pass
+        self._stop_on(left, old)  # the old fit's workers on the machines left
+        left = list(self.workers)  # less any worker lost meanwhile
         # the targets again, to the workers left: the scheduler may count the broadcast copy as
         # lost with the worker ("computation on lost data"), cancelling the new start
         self.y_remote = self.client.scatter(np.asarray(self.y), broadcast=True, hash=False,
