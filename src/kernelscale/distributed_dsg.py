@@ -322,20 +322,20 @@ class SpreadDSG:
             for w, addr in enumerate(workers)]
         self._collect(futures)
 
-    def _lost(self, wait_s: float = 0.0) -> list[str]:
-        """This fit's workers that have left the cluster, waiting up to ``wait_s`` for the
-        scheduler to notice one."""
+    def _lost(self, wait_s: float = 0.0, watch: list[str] | None = None) -> list[str]:
+        """The workers of ``watch`` (default: this fit's) that have left the cluster, waiting
+        up to ``wait_s`` for the scheduler to notice one."""
         deadline = time.monotonic() + wait_s
         while True:
             alive = set(self.client.scheduler_info()["workers"])
-            lost = [w for w in self.workers if w not in alive]
+            lost = [w for w in (self.workers if watch is None else watch) if w not in alive]
             if lost or time.monotonic() >= deadline:
                 return lost
             time.sleep(0.1)
 
-    def _collect(self, futures) -> list:
+    def _collect(self, futures, watch: list[str] | None = None) -> list:
         """The futures' results in order; ``_WorkerLost`` as soon as one of this fit's workers
-        has left the cluster (its pinned tasks would otherwise wait for it forever), or when a
+        (or of ``watch``) has left the cluster (its pinned tasks would otherwise wait for it forever), or when a
         task fails while one has: a task cancelled or killed with its worker can surface as
         its own error (FutureCancelledError, KilledWorker) before the scheduler drops the
         worker, so such errors wait up to ``LOST_GRACE_S`` for that. Any other error, or one
@@ -346,9 +346,10 @@ class SpreadDSG:
                     future.result(timeout=LIVENESS_POLL_S)
                     break
                 except TimeoutError:
-                    lost = self._lost()
+                    lost = self._lost(watch=watch)
                 except Exception as e:
-                    lost = self._lost(wait_s=LOST_GRACE_S if _with_its_worker(e) else 0.0)
+                    lost = self._lost(wait_s=LOST_GRACE_S if _with_its_worker(e) else 0.0,
+                                      watch=watch)
                     if not lost:
                         raise
                 if lost:
@@ -429,24 +430,23 @@ class SpreadDSG:
     def __call__(self, t: int) -> SpreadRows:
         return SpreadRows(self, t)
 
-    def _stop_on(self, workers: list[str], key: str, update=None) -> None:
-        """Stop fit ``key``'s worker state on ``workers`` (best effort). A task pinned to a
-        worker that has left would wait for it forever (a worker job can end between the last
-        step and the close), so the stops are collected as the steps are: a lost worker is
-        dropped and the others are asked again."""
+    def _stop_on(self, workers: list[str], key: str, update=None) -> list[str]:
+        """Stop fit ``key``'s worker state on ``workers`` (best effort); returns those still
+        there. A task pinned to a worker that has left would wait for it forever (a worker job
+        can end between the last step and the close), so the stops are collected as the steps
+        are: a lost worker is dropped and the others are asked again."""
         while workers:
-            self.workers = workers  # what ``_collect`` watches
             futures = [self.client.submit(_stop, key, update, workers=[a],
                                           allow_other_workers=False, pure=False)
                        for a in workers]
             try:
-                self._collect(futures)
-                return
+                self._collect(futures, watch=workers)
+                break
             except _WorkerLost as e:  # a lost worker has nothing left to stop
                 workers = [w for w in workers if w not in e.workers]
             except Exception:  # noqa: BLE001 - stopping must not hide the fit's own outcome
-                return
-        self.workers = []
+                break
+        return workers
 
     def close(self) -> None:
         """Stop the fit's ``RowWorker`` on each worker still there."""

@@ -165,8 +165,8 @@ class SpreadRFF(SpreadDSG):
                       f"iteration {self.solver.t}; continuing on {len(left)} worker(s)",
                       RuntimeWarning, stacklevel=2)
         old = self.key
-        self._stop_on(left, old)  # the old fit's workers on the machines left
-        left = list(self.workers)  # less any worker lost meanwhile
+        # the old fit's workers on the machines left; one lost meanwhile surfaces in the launch
+        self._stop_on(left, old)
         # the targets again, to the workers left: the scheduler may count the broadcast copy as
         # lost with the worker ("computation on lost data"), cancelling the new start
         self.y_remote = self.client.scatter(np.asarray(self.y), broadcast=True, hash=False,
