@@ -340,10 +340,14 @@ class SpreadDSG:
         its own error (FutureCancelledError, KilledWorker) before the scheduler drops the
         worker, so such errors wait up to ``LOST_GRACE_S`` for that. Any other error, or one
         whose workers all stay, is raised as it is."""
+        results = []
         for future in futures:
             while True:
                 try:
-                    future.result(timeout=LIVENESS_POLL_S)
+                    # kept as fetched: gathering again would fetch each result a second time,
+                    # and wait forever for one whose worker left in between (its pinned task
+                    # cannot run anywhere else)
+                    results.append(future.result(timeout=LIVENESS_POLL_S))
                     break
                 except TimeoutError:
                     lost = self._lost(watch=watch)
@@ -356,7 +360,7 @@ class SpreadDSG:
                     for f in futures:
                         f.cancel()
                     raise _WorkerLost(lost) from None
-        return self.client.gather(futures)
+        return results
 
     def call(self, w: int, method: str, *args):
         """Future of ``RowWorker.method(*args)`` on worker w (a task pinned to it)."""
