@@ -220,13 +220,15 @@ ITERATIVE = ("dsg", "udsg", "cdsg")
 
 def race(X, y, Xte, yte, names, *, bayes: float, budget_mb: float, cap_s: float,
          caps: dict | None = None, bandwidth="auto", segment_epochs: float = 0.25, max_epochs: float = 8.0,
-         target: float = 0.005, extra: dict | None = None, log=print) -> list[dict]:
+         target: float = 0.005, extra: dict | None = None, log=print,
+         on_row=None) -> list[dict]:
     """Each estimator at its defaults (``bandwidth`` aside) on the GPU, streamed from the zarr
     arrays ``X, y`` under ``memory_budget=budget_mb``, fitted in warm-started segments of
     ``segment_epochs`` epochs (DSG family; one epoch for the others) until ``cap_s`` seconds of
     fitting (``caps[name]`` where given), ``max_epochs`` epochs, or the test error within ``target`` of ``bayes`` (when given:
     the time to get there is recorded). Fit time includes reading the data; the test error after
-    each segment is measured outside it."""
+    each segment is measured outside it. ``on_row(rows)`` after each estimator: the rows so far
+    survive a step killed at its time limit."""
     from kernelscale.estimators.dsg import auto_sizes
     from kernelscale.pipeline import registry
 
@@ -255,7 +257,9 @@ def race(X, y, Xte, yte, names, *, bayes: float, budget_mb: float, cap_s: float,
                 curve.append((round(fit_s, 1), round(epochs, 3), err, round(peak.peak / 2**20)))
                 log(f"[race] {name}: {fit_s:.0f} s, {epochs:.2f} passes, test error "
                     f"{100 * err:.2f} %" + (f" (Bayes {100 * bayes:.2f} %)" if bayes else "")
-                    + f", GPU peak so far {peak.peak / 2**20:.0f} MiB")
+                    + f", GPU peak so far {peak.peak / 2**20:.0f} MiB (pool now "
+                    f"{peak.pool.used_bytes() / 2**20:.0f} MiB in use of "
+                    f"{peak.pool.total_bytes() / 2**20:.0f})")
                 if bayes is not None and reached is None and err <= bayes + target:
                     reached = fit_s
                     break
@@ -275,6 +279,8 @@ def race(X, y, Xte, yte, names, *, bayes: float, budget_mb: float, cap_s: float,
                          curve=json.dumps(curve), **(extra or {})))
         log(f"[race] {name}: done, {fit_s:.0f} s, {epochs:.2f} passes, test error {100 * err:.2f} %,"
             f" GPU peak {peak.peak / 2**20:.0f} MiB, {rows[-1]['chosen']}")
+        if on_row is not None:
+            on_row(rows)
         del est
         _cp().get_default_memory_pool().free_all_blocks()
     return rows
@@ -418,7 +424,9 @@ def main(argv=None) -> int:
     if "scale" in args.sections:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             rows, gen_s = scale(args.n, args.n_test, args.budget_mb, args.scale_cap,
-                                args.estimators, tmp, lambda s: print(s, flush=True), **race_kw)
+                                args.estimators, tmp, lambda s: print(s, flush=True),
+                                on_row=lambda r: _write(r, out / f"gpu-scale-{args.tag}.csv"),
+                                **race_kw)
         _write(rows, out / f"gpu-scale-{args.tag}.csv")
         md += [f"## {args.n:,} points streamed from zarr (generated in {gen_s:.0f} s)\n", _md(rows),
                ""]
@@ -426,7 +434,9 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             rows, gen_s = deformed(args.deformed_n, args.budget_mb, args.scale_cap,
                                    args.estimators, tmp, args.fashion,
-                                   lambda s: print(s, flush=True), **race_kw)
+                                   lambda s: print(s, flush=True),
+                                   on_row=lambda r: _write(r, out / f"gpu-deformed-{args.tag}.csv"),
+                                   **race_kw)
         _write(rows, out / f"gpu-deformed-{args.tag}.csv")
         md += [f"## Fashion-MNIST deformed, {args.deformed_n:,} rows (generated in {gen_s:.0f} s)\n",
                _md(rows), ""]

@@ -3,6 +3,7 @@
 # lacks travel in .whl (benchmarks/gpu_wheels.sh). Then the named steps run, each under its own
 # time limit; logs and results go under $OUT.
 #   bash benchmarks/gpu_session.sh tests blocks dsg scale-small race scale deformed
+# (tests-bg: make test-gpu in the background, beside the steps after it.)
 # Steps longer than one call (10 min): start it detached (setsid, OUT=/tmp/gpu-out) and collect
 # /tmp/gpu-out/session.tgz with later calls while the machine is warm.
 # SCALE_EXTRA / DEFORMED_EXTRA: more gpu.py arguments for those steps (--caps, --n-test, ...).
@@ -37,6 +38,8 @@ TAG=${TAG:-$(date +%F)-$(nvidia-smi --query-gpu=name --format=csv,noheader | hea
 for s in "$@"; do
   case $s in
     tests) step tests ${TESTS_LIMIT:-280} make test-gpu ;;
+    tests-bg) (timeout ${TESTS_LIMIT:-280} make test-gpu > "$W/tests.log" 2>&1; echo "tests rc=$?" >> "$W/tests.log") &
+              echo "=== tests started in the background $(date +%T)" ;;  # beside the next steps
     blocks) step blocks 90 python3 benchmarks/gpu.py --sections blocks --out "$R" --tag "$TAG" ;;
     dsg) step dsg 90 python3 benchmarks/dsg_cost.py --device gpu ;;
     dsg-profile) step dsg-profile 90 python3 benchmarks/gpu.py --sections dsg-profile --out "$R" \
@@ -59,4 +62,7 @@ for s in "$@"; do
     *) echo "unknown step $s"; exit 2 ;;
   esac
 done
+wait  # a background tests step
+[ -f "$W/tests.log" ] && { echo "=== tests (background)"; tail -8 "$W/tests.log"; }
+tar czf "$OUT/session.tgz" -C "$W" .
 ls -la "$R"
