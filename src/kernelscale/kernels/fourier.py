@@ -81,6 +81,13 @@ class FourierBlocks:
     Parameters of the first ``cache_bytes`` worth of blocks (default ``default_cache_bytes``)
     are kept on the device (stacked, so a range of blocks is one slice); blocks beyond are
     regenerated on every use. The model itself never stores them: pickling drops the cache.
+
+    The cache holds W transposed, one (F, d) row block per block, so that the W of any range of
+    blocks is a contiguous (column-major) view. A column slice of a (d, m F) stack is strided,
+    and cupy's matmul copies a strided operand: DSG's evaluation of a batch's new rows over all
+    m blocks copied d m F numbers (1.4 GB at d = 784 and 120 blocks), one block larger at every
+    step, so the caching allocator kept a new block of memory each step (+70 GB a pass on an
+    H200; ``benchmarks/gpu_pool_trace.py``).
     """
 
     cache_bytes = None  # (class default: blocks pickled before the attribute existed)
@@ -138,27 +145,28 @@ class FourierBlocks:
         float64 and concatenating, without those two temporaries: at 200 blocks of 64 x 256
         float32, 24 MiB less at the peak)."""
         xp, F, lo = self.xp, self.F, self._n_cached
-        W = xp.empty((self.d, hi * F), dtype=self.dtype)
+        Wt = xp.empty((hi * F, self.d), dtype=self.dtype)  # W transposed: a block is F rows
         b = xp.empty(hi * F, dtype=self.dtype)
         if self._W is not None:
-            W[:, : lo * F], b[: lo * F] = self._W, self._b
+            Wt[: lo * F], b[: lo * F] = self._W, self._b
         self._W = self._b = None  # the old cache goes before the new blocks are drawn
         for j in range(lo, hi):
             Wj, bj = draw_block(self.kernel, self.d, F, self.seed, j)
-            W[:, j * F : (j + 1) * F] = xp.asarray(Wj, dtype=self.dtype)
+            Wt[j * F : (j + 1) * F] = xp.asarray(np.ascontiguousarray(Wj.T), dtype=self.dtype)
             b[j * F : (j + 1) * F] = xp.asarray(bj, dtype=self.dtype)
-        self._W, self._b = W, b
+        self._W, self._b = Wt, b
         self._n_cached = hi
 
     def params(self, lo: int, hi: int):
-        """Stacked (W, b) of blocks lo..hi-1 on the device: shapes (d, (hi-lo) F) and ((hi-lo) F,)."""
+        """Stacked (W, b) of blocks lo..hi-1 on the device: shapes (d, (hi-lo) F) and ((hi-lo) F,);
+        W is contiguous (column-major when it comes from the cache), never a strided view."""
         if hi <= self.max_cached:
             with self._lock:
                 if hi > self._n_cached:
                     # grow geometrically so that DSG's one-block-per-iteration growth is amortised
                     self._extend_cache(min(self.max_cached, max(hi, 2 * self._n_cached)))
                 W, b = self._W, self._b
-            return W[:, lo * self.F : hi * self.F], b[lo * self.F : hi * self.F]
+            return W[lo * self.F : hi * self.F].T, b[lo * self.F : hi * self.F]
         W, b = self._host_blocks(lo, hi)
         return self.xp.asarray(W, dtype=self.dtype), self.xp.asarray(b, dtype=self.dtype)
 
