@@ -3,7 +3,8 @@
 * ``ridge``: ridge regression on D random Fourier features solved exactly (the normal equations,
   accumulated over row chunks), the best any optimiser on those D features can reach, at the
   bandwidth the "auto" selection picks and at half of it, for nu in {1e-6, 1e-4, 1e-2};
-* ``eigenpro``: EigenPro-RF at its defaults but D, one line a pass (warm-started fits);
+* ``eigenpro``: EigenPro-RF at its defaults but D (``--features``, "auto" its default), one line
+  a pass (warm-started fits), with the tail average and/or the last iterate (``--average``);
 * ``dsg``: DSG at its defaults, four passes, at several n: the excess error over the Bayes error
   of the test rows against n (the learning curve);
 * ``rb``: RB-CG at its defaults but the number of grids R (``--features``), and at half the
@@ -15,10 +16,11 @@ sequence. One line a result, e.g.::
 
     python benchmarks/bayes_capacity.py ridge 200000 --features 2000 6000
     python benchmarks/bayes_capacity.py eigenpro 200000 --features 2000 5460 --passes 4
+    python benchmarks/bayes_capacity.py eigenpro 200000 --features auto --average on off
     python benchmarks/bayes_capacity.py dsg 12500 50000 200000
     python benchmarks/bayes_capacity.py rb 200000 --features 256 1024
 
-Results: benchmarks/results/bayes-capacity-2026-11-26.md.
+Results: benchmarks/results/bayes-capacity-2026-11-26.md, eigenpro-rf-averaging.md.
 """
 from __future__ import annotations
 
@@ -66,19 +68,21 @@ def ridge(n, n_test, features, chunk=20000):
                       f"({time.perf_counter() - t:.0f} s)", flush=True)
 
 
-def eigenpro(n, n_test, features, passes):
+def eigenpro(n, n_test, features, passes, averages=(True,)):
     X, y, Xt, yt, bayes = rows(n, n_test)
     print(f"n={n}: Bayes error of the {n_test} test rows {bayes:.4f}", flush=True)
     for D in features:
-        est = EigenProClassifier(method="rff", n_components=D, random_state=0,
-                                 n_iter="1 epochs", warm_start=True, engine={"n_jobs": 1})
-        t = time.perf_counter()
-        for p in range(passes):
-            est.fit(X, y)
-            err = np.mean(est.predict(Xt) != yt)
-            print(f"EigenPro-RF D={D} pass {p + 1}: test error {err:.4f} "
-                  f"({time.perf_counter() - t:.0f} s; eta {est.eta_:.4g}, m {est.batch_size_})",
-                  flush=True)
+        for average in averages:
+            est = EigenProClassifier(method="rff", n_components=D, random_state=0,
+                                     n_iter="1 epochs", warm_start=True, average=average,
+                                     engine={"n_jobs": 1})
+            t = time.perf_counter()
+            for p in range(passes):
+                est.fit(X, y)
+                err = np.mean(est.predict(Xt) != yt)
+                print(f"EigenPro-RF D={est.n_components_} average={average} pass {p + 1}: test "
+                      f"error {err:.4f} ({time.perf_counter() - t:.0f} s; eta {est.eta_:.4g}, "
+                      f"m {est.batch_size_})", flush=True)
 
 
 def dsg(ns, n_test, passes):
@@ -119,14 +123,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("ridge", "eigenpro", "dsg", "rb"))
     ap.add_argument("n", type=int, nargs="+", help="training rows (dsg: several)")
-    ap.add_argument("--features", type=int, nargs="+", default=[2000])
+    ap.add_argument("--features", nargs="+", default=["2000"],
+                    type=lambda v: v if v == "auto" else int(v))
+    ap.add_argument("--average", nargs="+", default=["on"], choices=("on", "off"),
+                    help="eigenpro: the tail average (on, the default) and/or the last iterate")
     ap.add_argument("--passes", type=int, default=4)
     ap.add_argument("--n-test", type=int, default=50000)
     a = ap.parse_args()
     if a.what == "ridge":
         ridge(a.n[0], a.n_test, a.features)
     elif a.what == "eigenpro":
-        eigenpro(a.n[0], a.n_test, a.features, a.passes)
+        eigenpro(a.n[0], a.n_test, a.features, a.passes, [v == "on" for v in a.average])
     elif a.what == "rb":
         rb(a.n[0], a.n_test, a.features)
     else:

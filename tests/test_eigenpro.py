@@ -227,3 +227,63 @@ def test_rff_feature_count_grows_with_n():
                             random_state=0).fit(X[:500], y[:500])
     assert est.n_components_ == 64
     assert EigenProRegressor(bandwidth=1.0, n_iter=1).fit(X[:300], y[:300]).n_components_ is None
+
+
+def test_rff_average_is_the_mean_of_the_last_half_to_three_quarters_of_the_iterates():
+    """average=True: after step t, 2^k <= t < 2^(k+1), the model predicts with the mean of the
+    iterates of steps 2^(k-1) .. t, kept across warm-started fits; average=False with the last
+    iterate."""
+    X, y = _problem(400)
+    kw = dict(method="rff", n_eigenvectors=20, subsample_size=200, n_components=150,
+              batch_size=40, engine={"device": "cpu"}, random_state=1)
+    seg = EigenProRegressor(n_iter=1, warm_start=True, **kw)
+    iterates = []
+    for t in range(1, 26):  # 2.5 epochs of 10 steps, one step a fit
+        seg.fit(X, y)
+        iterates.append(seg.solver_.w.copy())
+        k = t.bit_length() - 1
+        first = 2 ** (k - 1) if k else 1  # step numbers are 1-based
+        np.testing.assert_allclose(seg.solver_.w_model, np.mean(iterates[first - 1:], axis=0),
+                                   rtol=1e-10, atol=1e-14)
+    s = seg.solver_
+    assert s.n_averaged == 25 - 8 + 1  # steps 8 .. 25
+    np.testing.assert_allclose(seg.predict(X), (s.blocks.features(X, 0) @ s.w_model)[:, 0],
+                               rtol=1e-12, atol=1e-12)
+    one = EigenProRegressor(n_iter=25, **kw).fit(X, y)
+    assert np.array_equal(one.predict(X), seg.predict(X))  # segments = one run, average included
+    last = EigenProRegressor(n_iter=25, average=False, **kw).fit(X, y)
+    assert last.solver_.n_averaged == 0 and np.array_equal(last.solver_.w_model, iterates[-1])
+    assert not np.allclose(last.predict(X), one.predict(X))
+    # a solver pickled before averaging existed predicts from its last iterate
+    old = pickle.loads(pickle.dumps(one))
+    for name in ("sum_before", "sum_since", "n_before", "n_since"):
+        del old.solver_.__dict__[name]
+    assert np.array_equal(old.solver_.w_model, old.solver_.w)
+
+
+def test_rff_average_lands_nearer_the_least_squares_fit_than_the_last_iterate():
+    """With D << n features the least-squares fit on them leaves a residual, and EigenPro's
+    constant step keeps the last iterate in a noise ball around it; the tail average converges
+    to it (Bach & Moulines 2013). Reference: the exact least-squares w on the same features."""
+    from kernelscale.solvers.eigenpro import RFFEigenPro
+
+    X, y = _problem(3000, seed=4)
+    y = y + 0.5 * np.random.default_rng(5).standard_normal(len(y))  # noisy: no interpolation
+    est = EigenProRegressor(method="rff", bandwidth=BW, n_components=100, n_iter=1,
+                            subsample_size=1000, n_eigenvectors=20, random_state=0).fit(X, y)
+    blocks = est.solver_.blocks
+    Y = y[:, None]
+    solver = RFFEigenPro(blocks, X, 1, n_eigenvectors=20, tau=1.0, subsample_size=1000,
+                         batch_size=30, eta="auto", seed=0, xp=np, average=True)
+    rng = np.random.default_rng(0)
+    for _ in range(8):  # epochs
+        for idx in np.array_split(rng.permutation(len(X)), len(X) // 30):
+            solver.step(X[idx], Y[idx])
+            solver.t += 1
+    Phi = blocks.features(X, 0)
+    w_ls = np.linalg.lstsq(Phi, Y, rcond=None)[0]
+    # excess training loss over the least-squares fit: ||Phi (w - w_ls)||^2 / n (the residual of
+    # w_ls is orthogonal to Phi's columns)
+    excess_last = np.sum((Phi @ (solver.w - w_ls)) ** 2) / len(X)
+    excess_avg = np.sum((Phi @ (solver.w_model - w_ls)) ** 2) / len(X)
+    assert excess_avg < 0.5 * excess_last, (excess_avg, excess_last)  # 0.032 vs 0.108

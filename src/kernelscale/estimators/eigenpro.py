@@ -24,7 +24,7 @@ from ..solvers._common import Progress, load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
 from ..stream import BatchStream, is_in_memory
 from ._kernel_common import KernelEstimatorBase, n_features_rule
-from ._params import CONFIG_ONLY, ITERS, Int, OneOf, Real, steps
+from ._params import BOOL, CONFIG_ONLY, ITERS, Int, OneOf, Real, steps
 from ._targets import ClassifierTargets, RegressorTargets
 
 METHODS = ("kernel", "rff")
@@ -41,8 +41,8 @@ class _EigenProBase(KernelEstimatorBase):
 
     def __init__(self, method="kernel", kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
                  subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_iter="auto",
-                 n_components="auto", eig_method="auto", warm_start=False, random_state=None,
-                 engine=None, verbose=0):
+                 n_components="auto", eig_method="auto", average=True, warm_start=False,
+                 random_state=None, engine=None, verbose=0):
         self.method = method
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -54,6 +54,7 @@ class _EigenProBase(KernelEstimatorBase):
         self.n_iter = n_iter
         self.n_components = n_components
         self.eig_method = eig_method
+        self.average = average
         self.warm_start = warm_start
         self.random_state = random_state
         self.engine = engine
@@ -62,9 +63,12 @@ class _EigenProBase(KernelEstimatorBase):
     _rules = {"method": OneOf(*METHODS), "n_eigenvectors": Int(0), "subsample_size": Int(1),
               "batch_size": Int(1, "auto"), "eta": Real(0, "auto", strict=True),
               "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
-              "n_components": Int(1, "auto"), "eig_method": OneOf("auto", "eigh", "randomized")}
+              "n_components": Int(1, "auto"), "eig_method": OneOf("auto", "eigh", "randomized"),
+              "average": BOOL}
     _used_only = {"n_components": ("with method='rff'", ("method",),
                                    lambda p: p["method"] == "rff", CONFIG_ONLY),
+                  "average": ("with method='rff'", ("method",),
+                              lambda p: p["method"] == "rff", CONFIG_ONLY),
                   "tau": ("with n_eigenvectors >= 1, to damp the preconditioner",
                           ("n_eigenvectors",), lambda p: p["n_eigenvectors"] != 0)}
 
@@ -84,7 +88,8 @@ class _EigenProBase(KernelEstimatorBase):
                                                  floor=AUTO_MIN_FEATURES)
             blocks = FourierBlocks(self.kernel_, self.n_features_in_, self.n_components_,
                                    self.seed_, xp=xp, dtype=dtype)
-            self.solver_ = RFFEigenPro(blocks, X, Y.shape[1], **common)
+            self.solver_ = RFFEigenPro(blocks, X, Y.shape[1], average=bool(self.average),
+                                       **common)
         p = self.solver_.precond
         self.batch_size_, self.eta_ = self.solver_.batch_size, self.solver_.eta
         self.subsample_size_ = min(int(self.subsample_size), int(X.shape[0]))  # as sampled
@@ -199,6 +204,12 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
         2,000, the former fixed default. Fitted: ``n_components_``.
     eig_method : {"auto", "eigh", "randomized"}, default="auto"
         Top-k eigensystem of the subsample.
+    average : bool, default=True
+        ``method="rff"``: predict with the mean of the last half to three quarters of the
+        iterates (tail averaging; Bach & Moulines 2013, Jain et al. 2018) instead of the last
+        iterate. EigenPro's constant step is chosen for a model that can interpolate; D random
+        features (D << n) cannot, and the last iterate stays in a noise ball around the
+        least-squares fit on them. Ignored with "kernel". Fitted: ``solver_.n_averaged``.
     warm_start : bool, default=False
         Each ``fit`` continues for another ``n_iter`` iterations.
     random_state : int, RandomState or None, default=None
@@ -311,6 +322,12 @@ class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
         2,000, the former fixed default. Fitted: ``n_components_``.
     eig_method : {"auto", "eigh", "randomized"}, default="auto"
         Top-k eigensystem of the subsample.
+    average : bool, default=True
+        ``method="rff"``: predict with the mean of the last half to three quarters of the
+        iterates (tail averaging; Bach & Moulines 2013, Jain et al. 2018) instead of the last
+        iterate. EigenPro's constant step is chosen for a model that can interpolate; D random
+        features (D << n) cannot, and the last iterate stays in a noise ball around the
+        least-squares fit on them. Ignored with "kernel". Fitted: ``solver_.n_averaged``.
     warm_start : bool, default=False
         Each ``fit`` continues for another ``n_iter`` iterations.
     random_state : int, RandomState or None, default=None

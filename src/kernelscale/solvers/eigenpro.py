@@ -138,14 +138,28 @@ class RFFEigenPro(_StepMixin, DeviceState):
         g = Phi_B^T (Phi_B w - Y_B) / m,   w -= eta P g,
     P from ``PrimalPreconditioner`` on a subsample of M rows. O(m D d + k D) per iteration; only the
     batch and the subsample are ever read, so X may stay on disk.
+
+    ``average``: the model is the mean of the last half to three quarters of the iterates
+    rather than the last one - tail-averaged constant-step SGD for least squares (Bach &
+    Moulines, NIPS 2013; Jain et al., JMLR 2018, minibatch tail averaging). With D << n
+    features the model cannot interpolate, so EigenPro's constant step (chosen for the
+    interpolating case) leaves the last iterate in a noise ball around the least-squares fit on
+    the features; the mean of the iterates converges to it
+    (``benchmarks/results/eigenpro-rf-averaging.md``). After step t, 2^k <= t < 2^(k+1), the
+    mean is over steps 2^(k-1) .. t: two running sums, the steps before 2^k and those from 2^k
+    on, which move on at every power of two. So early iterates leave the mean, the memory is
+    two more D x C arrays, and a run cut into warm-started segments averages what one run does.
     """
 
-    _arrays = ("w",)
+    _arrays = ("w", "sum_before", "sum_since")
     _children = ("precond",)
+    # (class defaults: solvers pickled before averaging predict from the last iterate)
+    sum_before = sum_since = None
+    n_before = n_since = 0
 
     def __init__(self, blocks, X, n_outputs: int, *, n_eigenvectors: int, tau: float,
                  subsample_size: int, batch_size, eta, seed: int, xp: ModuleType,
-                 eig_method: str = "auto"):
+                 eig_method: str = "auto", average: bool = False):
         self.xp = xp
         self.blocks = blocks
         n = int(X.shape[0])
@@ -160,6 +174,9 @@ class RFFEigenPro(_StepMixin, DeviceState):
             self.precond.beta, self.precond.lam_next, n, batch_size, eta, 8192)
         self.w = xp.zeros((blocks.F, int(n_outputs)), dtype=blocks.dtype)
         self.t = 0
+        self.sum_before = xp.zeros_like(self.w) if average else None
+        self.sum_since = xp.zeros_like(self.w) if average else None
+        self.n_before = self.n_since = 0
 
     def to(self, xp):
         """Move the weights and the feature blocks to namespace ``xp``."""
@@ -179,7 +196,34 @@ class RFFEigenPro(_StepMixin, DeviceState):
         m = r.shape[0]
         g = Phi.T @ r / m
         self.w -= self._batch_eta(m) * self.precond.apply(g)
+        self._average_in()
         return {"objective": float((r * r).mean())}
+
+    def _average_in(self) -> None:
+        """Add the new iterate, that of step s = t + 1, to the tail sums; at a power of two s
+        the sum since the last one becomes the sum before, and the older iterates leave."""
+        if self.sum_since is None:
+            return
+        s = self.t + 1
+        if s & (s - 1) == 0:
+            self.sum_before, self.sum_since = self.sum_since, self.sum_before
+            self.sum_since *= 0
+            self.n_before, self.n_since = self.n_since, 0
+        self.sum_since += self.w
+        self.n_since += 1
+
+    @property
+    def n_averaged(self) -> int:
+        """Iterates in the tail mean (0: the model is the last iterate)."""
+        return self.n_before + self.n_since if self.sum_since is not None else 0
+
+    @property
+    def w_model(self):
+        """The weights the model predicts with: the tail mean, or the last iterate (no
+        averaging, or no step yet)."""
+        if self.n_averaged == 0:
+            return self.w
+        return (self.sum_before + self.sum_since) / self.n_averaged
 
     def _step_spread(self, rows):
         """``step`` with the row sums from the workers (``rows.gradient``: Phi_B^T r summed over
@@ -188,11 +232,12 @@ class RFFEigenPro(_StepMixin, DeviceState):
         G, sq_sum, m, _ = rows.gradient(self.w, None)
         g = self.xp.asarray(G) / m
         self.w -= self._batch_eta(m) * self.precond.apply(g)
+        self._average_in()
         return {"objective": float(sq_sum / (m * int(self.w.shape[1])))}
 
     def decision(self, A):
-        """f(A) = phi(A) w."""
-        return self.blocks.features(A, 0) @ self.w
+        """f(A) = phi(A) w (w: ``w_model``)."""
+        return self.blocks.features(A, 0) @ self.w_model
 
 
 __all__ = ["KernelEigenPro", "RFFEigenPro", "batch_step", "choose_batch_and_step"]
