@@ -90,29 +90,27 @@ def main(argv=None) -> int:
             engine={"device": "gpu", "memory_budget": args.budget_mb, "dtype": "float32"})
         B = min(n, auto_sizes(n, d)[1])
         est.set_params(n_iter=int(np.ceil(n / B)))
-        t = time.perf_counter()
-        est.fit(X, y)
-        report["pass1"] = dict(fit_s=round(time.perf_counter() - t, 1),
-                               pool_total_mib=pool.total_bytes() >> 20,
-                               pool_used_mib=pool.used_bytes() >> 20)
-        print("[trace] pass 1", report["pass1"], flush=True)
+        def timed_pass(name, hook=None):
+            """One more pass (under ``hook`` if given): its time and the pool after it."""
+            t = time.perf_counter()
+            if hook is None:
+                est.fit(X, y)
+            else:
+                with hook:
+                    est.fit(X, y)
+            report[name] = dict(fit_s=round(time.perf_counter() - t, 1),
+                                pool_total_mib=pool.total_bytes() >> 20,
+                                pool_used_mib=pool.used_bytes() >> 20)
+            if hook is not None:
+                report[name].update(peak_in_use_mib=hook.peak_in_use >> 20,
+                                    acquired_mib=sum(hook.bytes_by_site.values()) >> 20,
+                                    acquisitions=sum(hook.count_by_site.values()))
+            print(f"[trace] {name}", report[name], flush=True)
+
+        timed_pass("pass1")
         hook = make_hook()
-        t = time.perf_counter()
-        with hook:
-            est.fit(X, y)
-        report["pass2"] = dict(fit_s=round(time.perf_counter() - t, 1),
-                               pool_total_mib=pool.total_bytes() >> 20,
-                               pool_used_mib=pool.used_bytes() >> 20,
-                               peak_in_use_mib=hook.peak_in_use >> 20,
-                               acquired_mib=sum(hook.bytes_by_site.values()) >> 20,
-                               acquisitions=sum(hook.count_by_site.values()))
-        print("[trace] pass 2", report["pass2"], flush=True)
-        t = time.perf_counter()
-        est.fit(X, y)
-        report["pass3"] = dict(fit_s=round(time.perf_counter() - t, 1),
-                               pool_total_mib=pool.total_bytes() >> 20,
-                               pool_used_mib=pool.used_bytes() >> 20)
-        print("[trace] pass 3", report["pass3"], flush=True)
+        timed_pass("pass2", hook)
+        timed_pass("pass3")
         report["sites"] = [dict(site=s, mib=b >> 20, count=hook.count_by_site[s])
                            for s, b in hook.bytes_by_site.most_common(15)]
         report["largest"] = [dict(mib=round(b / 2**20, 1), site=s) for b, s in hook.largest]

@@ -65,10 +65,8 @@ class _EigenProBase(KernelEstimatorBase):
               "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
               "n_components": Int(1, "auto"), "eig_method": OneOf("auto", "eigh", "randomized"),
               "average": BOOL}
-    _used_only = {"n_components": ("with method='rff'", ("method",),
-                                   lambda p: p["method"] == "rff", CONFIG_ONLY),
-                  "average": ("with method='rff'", ("method",),
-                              lambda p: p["method"] == "rff", CONFIG_ONLY),
+    _rff_only = ("with method='rff'", ("method",), lambda p: p["method"] == "rff", CONFIG_ONLY)
+    _used_only = {"n_components": _rff_only, "average": _rff_only,
                   "tau": ("with n_eigenvectors >= 1, to damp the preconditioner",
                           ("n_eigenvectors",), lambda p: p["n_eigenvectors"] != 0)}
 
