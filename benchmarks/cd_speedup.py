@@ -62,7 +62,8 @@ def speedups(X, y, R, threads=(1, 2), epochs=20, reg=1e-4, loss="squared_hinge",
                     best, util = wall, (time.process_time() - c0) / wall
                 obj = hist["objective"][-1]
             base = best if base is None else base
-            rows.append(dict(features=name, D=D, nnz=int(Z.nnz), tau=tau, wall_s=best,
+            rows.append(dict(features=name, D=D, nnz=int(Z.nnz), tau=tau, sigma=sigma, nu=reg,
+                             loss=loss, epochs=epochs, wall_s=best,
                              speedup=base / best, predicted=predicted(tau, R, D),
                              cpu_per_wall=util, objective=float(obj)))
             print(f"{name:>9} {D:>7} {Z.nnz:>9} {tau:>4} {best:>8.3f} {base / best:>8.2f} "

@@ -64,8 +64,9 @@ def run_dataset(name, spec, cache, segments: int, epochs: float, sample: int):
     return run_arrays(name, spec["task"], (X, y, X_te, y_te), segments, epochs, sample)
 
 
-def run_arrays(name, task, data, segments: int, epochs: float, sample: int):
-    """``run_dataset`` on arrays already loaded (X, y, X_test, y_test), e.g. a subsample."""
+def run_arrays(name, task, data, segments: int, epochs: float, sample: int, params=None):
+    """``run_dataset`` on arrays already loaded (X, y, X_test, y_test), e.g. a subsample;
+    ``params`` (e.g. the bandwidth and reg the three variants share) go to every variant."""
     from kernelscale.estimators.dsg import auto_iterations, auto_sizes
     from kernelscale.pipeline.registry import make_estimator
 
@@ -79,7 +80,8 @@ def run_arrays(name, task, data, segments: int, epochs: float, sample: int):
     for seg in range(segments):
         for v in VARIANTS:
             if v not in ests:
-                est = make_estimator(v, task, random_state=0, engine={"device": "cpu"})
+                est = make_estimator(v, task, random_state=0, engine={"device": "cpu"},
+                                     **(params or {}))
                 est.set_params(warm_start=True)
                 ests[v], clock[v] = est, 0.0
                 if total is None:  # the registry default n_iter="auto" at the "auto" sizes
@@ -97,7 +99,8 @@ def run_arrays(name, task, data, segments: int, epochs: float, sample: int):
             rec = {"dataset": name, "task": task, "variant": v, "iter": int(est.n_iter_),
                    "n_blocks": int(est.n_blocks_), "fit_s": round(clock[v], 3),
                    "objective": training_loss(est, Xs, ys), "test": score,
-                   "reg": est.reg_, "bandwidth": est.bandwidth_, "loss": est.loss_.name}
+                   "reg": est.reg_, "bandwidth": est.bandwidth_, "loss": est.loss_.name,
+                   "kernel": est.kernel}
             records.append(rec)
             print(f"  {name:14s} {v:5s} iter {rec['iter']:4d}  {rec['fit_s']:8.1f} s  "
                   f"objective {rec['objective']:.5f}  test {score:.4f}", flush=True)

@@ -50,7 +50,9 @@ def _segment_params(name, est, n, d, segments):
     return {"n_iter": f"{_auto_epochs(est) / segments:g} epochs"}
 
 
-def curve(name, task, data, segments):
+def curve(name, task, data, segments, on_fit=None, **params):
+    """(fraction, fit seconds, score) points of method ``name``; ``params`` (e.g. the bandwidth
+    and reg every compared method shares) go to each estimator, ``on_fit(est)`` sees each fit."""
     from kernelscale.pipeline.registry import make_estimator
 
     X, y, Xt, yt = data
@@ -66,14 +68,16 @@ def curve(name, task, data, segments):
 
         m = n_features_rule(n, "auto", floor=500)  # Nystrom's n_components="auto"
         for frac in (0.25, 0.5, 1.0):
-            est = make_estimator(name, task, random_state=0,
+            est = make_estimator(name, task, random_state=0, **params,
                                  **({} if frac == 1.0 else {"n_components": max(100, int(frac * m))}))
             t = time.perf_counter()
             est.fit(X, y)
             points.append((frac, time.perf_counter() - t, score(est)))
+            if on_fit:
+                on_fit(est)
         return points
     base = make_estimator(name, task, random_state=0)
-    est = make_estimator(name, task, random_state=0, warm_start=True,
+    est = make_estimator(name, task, random_state=0, warm_start=True, **params,
                          **_segment_params(name, base, n, d, segments))
     total = 0.0
     for s in range(1, segments + 1):
@@ -81,6 +85,8 @@ def curve(name, task, data, segments):
         est.fit(X, y)
         total += time.perf_counter() - t
         points.append((s / segments, total, score(est)))
+        if on_fit:
+            on_fit(est)
     return points
 
 

@@ -75,7 +75,8 @@ def run(name, Xtr, ytr, Xte, yte, bandwidth, args):
             if all(v is not None for v in hit.values()):
                 break
         results[label] = dict(hit=hit, hit_s=hit_s, curve=curve, k=est.n_eigenvectors_, eta=est.eta_,
-                              s_per_epoch=est.history_["time"][-1] / epoch, setup=setup)
+                              s_per_epoch=est.history_["time"][-1] / epoch, setup=setup,
+                              sigma=est.bandwidth_, batch=est.batch_size_)
 
     for target, value in (("train MSE", train_target), ("test error", test_target)):
         key = "train" if target == "train MSE" else "test"

@@ -2,18 +2,28 @@
 a figure that states the claim, the measured ratio and whether it holds, plus a verdict table.
 
 One function per claim, each ``claim(datasets, max_train, out, **options) -> [verdict, ...]``
-(one verdict per dataset: ``{paper, claim, dataset, n_train, measured, holds, note}``, ``holds``
-True / False / None = not measurable here). Each writes ``<out>/<claim>.csv`` and ``.png``.
+(one verdict per dataset: ``{paper, claim, dataset, n_train, measured, holds, rule, problem,
+note}``, ``holds`` True / False / None = not measurable here). Each writes ``<out>/<claim>.csv``
+and ``.png``.
+
+Every comparison is at an equal problem: its methods are given one kernel and bandwidth, one nu
+in one convention (``Problem``: the per-sample nu of (nu/2)||f||^2 + (1/N) sum loss, every
+estimator's ``reg``; the ridge lambda of (Z^T Z + lambda I) and KernelRidge's alpha are N nu) and
+one budget. Each claim reads back what every fitted method actually used and ``same_problem``
+stops the claim when two differ; verdicts.md prints the shared problem and each verdict's rule
+(``RULES``) beside it.
 Training sets are subsampled to ``max_train`` rows (seeded), test sets to ``--max-test``; the
 figures say so. Data: ``../shared/devdata`` prepared as in ``benchmarks/realdata.py`` (its cache).
 
 * paper003_dsg_equal_time -- DSG against random features (RFF-SGD) and Nystrom at equal time:
   DSG's final test error <= the best error each baseline reached within DSG's fit time (one
-  thread; a baseline with no model that fast counts as beaten).
+  thread; a baseline with no model that fast counts as beaten). Gaussian kernel; sigma and nu
+  chosen once per dataset by the library's "auto" rule and given to all three.
 * paper000_ordering -- training objective (loss term, fixed 5,000-row sample) against CPU time:
   at the shortest final time of the three, CDSG <= UDSG * (1 + tol) and UDSG <= DSG * (1 + tol).
 * paper002_rb_vs_rff -- RB (CG) against RFF ridge at equal R: RB's test error <= RFF's at a
-  majority of the R grid (error vs R and vs time plotted).
+  majority of the R grid (error vs R and vs time plotted). Both solve ridge with the paper's
+  lambda = 0.01 of (Z^T Z + lambda I), i.e. nu = 0.01 / N (``reg: 0.01/n``).
 * paper002_cd_speedup -- CD on RB features with 2 threads: speed-up >= 0.75 x eq. 29's
   prediction; not measurable (holds None) when the 2-thread run got < 1.6 cores (cpu/wall).
 * paper004_eigenpro_epochs -- EigenPro reaches the test-error target (exact KRR's + slack) in
@@ -36,6 +46,7 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import NamedTuple
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one BLAS thread: fit times are one-core times
@@ -112,9 +123,91 @@ def load(name, max_train, max_test=None, devdata=None, cache=None, seed=0) -> Da
     return Data(task=spec["task"], X=X, y=y, Xt=Xt, yt=yt, n_full=n_full, name=name)
 
 
-def verdict(paper, claim, d: Data, measured, holds, note="") -> dict:
+def verdict(paper, claim, d: Data, measured, holds, note="", rule="", problem="") -> dict:
     return {"paper": paper, "claim": claim, "dataset": d.name, "n_train": len(d.X),
-            "n_train_full": d.n_full, "measured": measured, "holds": holds, "note": note}
+            "n_train_full": d.n_full, "measured": measured, "holds": holds, "rule": rule,
+            "problem": problem, "note": note}
+
+
+# ---------------------------------------------------------------------------------------------
+# the problem each method of a comparison solves
+# ---------------------------------------------------------------------------------------------
+class Problem(NamedTuple):
+    """What one method of a comparison was given. ``nu``: the per-sample weight of the
+    regulariser in the library's objective (nu/2)||f||^2 + (1/N) sum loss (every estimator's
+    ``reg_``; of ||w||_1 for coordinate descent, paper 002 eq. 23; 0 = none, EigenPro's square
+    loss iterated towards the interpolant); the ridge lambda of (Z^T Z + lambda I), scikit-learn's
+    KernelRidge alpha, is N nu (``kernelscale.estimators._params.reg_and_ridge``). ``budget``:
+    what the comparison holds equal (R, epochs, fit time)."""
+
+    kernel: str
+    sigma: float
+    nu: float
+    loss: str
+    budget: str
+
+
+def effective(est, budget: str) -> Problem:
+    """The problem a fitted kernelscale estimator solved: its resolved ``bandwidth_``, ``reg_``
+    and loss (the ridge solvers' is the square loss)."""
+    if hasattr(est, "loss_"):
+        loss = est.loss_.name
+    elif hasattr(est, "_loss_name"):
+        loss = est._loss_name()
+    else:
+        loss = "square"
+    return Problem(est.kernel, float(est.bandwidth_), float(getattr(est, "reg_", 0.0)), loss,
+                   budget)
+
+
+def same_problem(problems: dict, n: int, differ=()) -> str:
+    """One line stating the problem every method of ``problems`` (method -> ``Problem``) was
+    given, on ``n`` training rows; ValueError naming the field and the two methods when they were
+    not given the same one. ``differ``: fields the comparison declares unequal (a baseline with
+    no other loss), listed per method in the line instead."""
+    (first, p0), *rest = problems.items()
+    for field in Problem._fields:
+        for m, p in rest:
+            a, b = getattr(p0, field), getattr(p, field)
+            same = np.isclose(a, b, rtol=1e-9, atol=0) if isinstance(a, float) else a == b
+            if field not in differ and not same:
+                raise ValueError(f"unequal comparison: {first} has {field}={a!r}, {m} has "
+                                 f"{field}={b!r}")
+    line = (f"{p0.kernel} kernel, sigma {p0.sigma:.4g}, nu {p0.nu:.3g} (N nu = {n * p0.nu:.3g})"
+            f"; {p0.budget}")
+    for field in differ:
+        line += f"; {field}: " + ", ".join(f"{m} {getattr(p, field)}" for m, p in problems.items())
+    if "loss" not in differ:
+        line += f"; {p0.loss} loss"
+    return line
+
+
+# each claim's verdict rule, printed beside the verdict (filled with the claim's options)
+RULES = {
+    "paper003_dsg_equal_time": "HOLDS when DSG's final test error <= every baseline's best error "
+                               "within DSG's fit time (a baseline with no model that fast is "
+                               "beaten)",
+    "paper000_ordering": "HOLDS when, at the shortest final CPU time of the three, CDSG <= UDSG "
+                         "(1 + {tol:g}) and UDSG <= DSG (1 + {tol:g}) in training loss",
+    "paper002_rb_vs_rff": "HOLDS when RB's test error <= RFF's at more than half of the R grid",
+    "paper002_cd_speedup": "HOLDS when RB's 2-thread speed-up >= 0.75 x eq. 29's; NOT MEASURABLE "
+                           "when the 2-thread run got < 1.6 cores",
+    "paper004_eigenpro_epochs": "HOLDS when EigenPro reaches exact KRR's test error + {slack:g} in "
+                                "fewer epochs than kernel SGD (not reached in {max_epochs} = "
+                                "more)",
+}
+
+
+def shared_sigma_nu(d: Data, kernel="gaussian") -> tuple[float, str]:
+    """The bandwidth and reg every method of a comparison is given: the library's "auto" rule
+    (``kernels.selection.select``, seed 0) run once on the training set, as each estimator's
+    own "auto" would; reg as "alpha/n" (nu = alpha / N, the same bits as "auto")."""
+    from kernelscale.kernels.selection import select
+
+    classify = d.kind == "classification"
+    Y = np.searchsorted(np.unique(d.y), d.y) if classify else d.y
+    sigma, alpha = select(d.X, Y, kernel, classify, seed=0)
+    return float(sigma), f"{alpha!r}/n"
 
 
 def _write_csv(rows, path: Path):
@@ -140,8 +233,18 @@ def _figure(n_panels, claim_text, ncols_rows=1):
 
 
 def _panel_title(ax, d: Data, v: dict):
-    ax.set_title(f"{d.name.removeprefix('dev_')}: {MARK[v['holds']]}\n{v['measured']}\n"
-                 f"{d.size_note()}", fontsize=8)
+    import textwrap
+
+    # wrapped to the panel's width (5.2 in at 8 pt): a long measurement is not cut at the edge
+    ax.set_title(f"{d.name.removeprefix('dev_')}: {MARK[v['holds']]}\n"
+                 f"{textwrap.fill(v['measured'], 80)}\n{d.size_note()}", fontsize=8)
+
+
+def _log_x(ax):
+    """A log time axis labelled with plain numbers that do not collide (the pipeline's)."""
+    from kernelscale.pipeline.plots import _readable_log_axis
+
+    _readable_log_axis(ax, "x")
 
 
 def _save(fig, path: Path):
@@ -208,14 +311,23 @@ def paper003_dsg_equal_time(datasets, max_train, out, *, max_test=None, segments
     with threadpool_limits(1):
         for name in datasets:
             d = load(name, max_train, max_test, devdata, cache)
-            pts = {}
+            sigma, reg = shared_sigma_nu(d)
+            pts, fitted = {}, {}
             for m in methods:
-                pts[m] = [(t, s) for _, t, s in curve(m, d.kind, (d.X, d.y, d.Xt, d.yt), segments)]
+                seen = []  # every fitted model of the curve
+                pts[m] = [(t, s) for _, t, s in curve(
+                    m, d.kind, (d.X, d.y, d.Xt, d.yt), segments, bandwidth=sigma, reg=reg,
+                    on_fit=seen.append)]
+                fitted[m] = got = effective(seen[-1], "equal fit time, one thread")
                 rows += [dict(dataset=name, method=m, fit_s=round(t, 3), score=round(s, 5),
-                              metric=_metric_name(d), n_train=len(d.X)) for t, s in pts[m]]
+                              metric=_metric_name(d), n_train=len(d.X), sigma=got.sigma,
+                              nu=got.nu, loss=got.loss) for t, s in pts[m]]
                 print(f"  003 {name} {m}: {pts[m]}", flush=True)
+            # Nystrom ridge has only the square loss; DSG / RFF-SGD keep their classification loss
+            problem = same_problem(fitted, len(d.X), differ=("loss",))
             measured, holds, note = decide_003(pts)
-            verdicts.append(verdict("003", claim, d, measured, holds, note))
+            verdicts.append(verdict("003", claim, d, measured, holds, note,
+                                    RULES["paper003_dsg_equal_time"], problem))
             panels.append((d, pts, verdicts[-1]))
     fig, axes = _figure(len(panels), f"Paper 003: {claim} (one thread; DSG's time = its last "
                         "point, dotted)")
@@ -223,7 +335,7 @@ def paper003_dsg_equal_time(datasets, max_train, out, *, max_test=None, segments
         for m, p in pts.items():
             ax.plot([t for t, _ in p], [s for _, s in p], "-", ms=4, label=m, **method_style(m))
         ax.axvline(pts["dsg"][-1][0], color="k", ls=":", lw=1)
-        ax.set_xscale("log")
+        _log_x(ax)
         ax.set_xlabel("fit time, one thread (s)")
         ax.set_ylabel(_metric_name(d))
         ax.grid(alpha=0.3)
@@ -260,14 +372,20 @@ def paper000_ordering(datasets, max_train, out, *, max_test=None, segments=6, ep
     with threadpool_limits(1):
         for name in datasets:
             d = load(name, max_train, max_test, devdata, cache)
-            recs = run_arrays(name, d.task, (d.X, d.y, d.Xt, d.yt), segments, epochs, sample)
+            sigma, reg = shared_sigma_nu(d)
+            recs = run_arrays(name, d.task, (d.X, d.y, d.Xt, d.yt), segments, epochs, sample,
+                              params=dict(bandwidth=sigma, reg=reg))
             rows += recs
+            problem = same_problem({r["variant"]: Problem(r["kernel"], r["bandwidth"], r["reg"],
+                                                          r["loss"], "equal CPU time, one thread")
+                                    for r in recs}, len(d.X))
             curves = {v: [(r["fit_s"], r["objective"]) for r in recs if r["variant"] == v]
                       for v in ("dsg", "udsg", "cdsg")}
             measured, holds, t_eq, _ = decide_000(curves, tol)
             verdicts.append(verdict("000", claim, d, measured, holds,
                                     f"loss term on {min(sample, len(d.X))} training rows; CPU "
-                                    "time of one-thread fits"))
+                                    "time of one-thread fits",
+                                    RULES["paper000_ordering"].format(tol=tol), problem))
             panels.append((d, curves, t_eq, verdicts[-1]))
     fig, axes = _figure(len(panels), f"Paper 000: {claim} (tolerance {tol:.0%}; one thread, "
                         "CPU time; equal time dotted)")
@@ -300,7 +418,8 @@ def decide_002_rb(rows) -> tuple[str, bool]:
 
 
 def paper002_rb_vs_rff(datasets, max_train, out, *, max_test=None,
-                       grids=(16, 32, 64, 128, 256), reg=0.01, tol=1e-3, devdata=None, cache=None):
+                       grids=(16, 32, 64, 128, 256), reg="0.01/n", tol=1e-3, devdata=None,
+                       cache=None):
     from rb_vs_fourier import compare
     from threadpoolctl import threadpool_limits
 
@@ -313,10 +432,17 @@ def paper002_rb_vs_rff(datasets, max_train, out, *, max_test=None,
             for x in r:
                 x["dataset"] = x.pop("data")
             rows += r
+            for R in grids:
+                problem = same_problem({x["method"]: Problem("laplacian", x["sigma"], x["nu"],
+                                                             "square", f"R = {x['R']}")
+                                        for x in r if x["R"] == R}, len(d.X))
             measured, holds = decide_002_rb(r)
             verdicts.append(verdict("002", claim, d, measured, holds,
-                                    f"ridge, Laplacian kernel, lambda={reg:g}; error: "
-                                    "relative RMSE (regression) or error rate"))
+                                    "ridge (RB by CG to tol " f"{tol:g}, RFF solved directly); "
+                                    "error: relative RMSE (regression) or error rate",
+                                    RULES["paper002_rb_vs_rff"],
+                                    problem.replace(f"R = {grids[-1]}",
+                                                    "R = " + ", ".join(map(str, grids)))))
             panels.append((d, r, verdicts[-1]))
     fig, axes = _figure(len(panels), f"Paper 002: {claim} (top: error vs R; bottom: vs fit "
                         "time, one thread)", 2)
@@ -329,7 +455,7 @@ def paper002_rb_vs_rff(datasets, max_train, out, *, max_test=None,
                             label=meth, **method_style(meth))
         axes[0, j].set_xscale("log", base=2)
         axes[0, j].set_xlabel("R (grids / features)")
-        axes[1, j].set_xscale("log")
+        _log_x(axes[1, j])
         axes[1, j].set_xlabel("fit time (s)")
         for ax in axes[:, j]:
             ax.set_ylabel("relative RMSE" if d.task == "regression" else "test error")
@@ -371,8 +497,12 @@ def paper002_cd_speedup(datasets, max_train, out, *, max_test=None, R=64, epochs
         for x in r:
             x["dataset"] = name
         rows += r
+        problem = same_problem({f"{x['features']} x{x['tau']}": Problem(
+            "laplacian", x["sigma"], x["nu"], x["loss"], f"R = {R}, {x['epochs']} epochs, L1")
+            for x in r}, len(d.X))
         measured, holds, note = decide_002_cd(r)
-        verdicts.append(verdict("002", claim, d, measured, holds, note))
+        verdicts.append(verdict("002", claim, d, measured, holds, note,
+                                RULES["paper002_cd_speedup"], problem))
         panels.append((d, r, verdicts[-1]))
     fig, axes = _figure(len(panels), f"Paper 002: {claim} (R={R}, {epochs} epochs, best of "
                         f"{repeats})")
@@ -424,7 +554,14 @@ def paper004_eigenpro_epochs(datasets, max_train, out, *, max_test=None, max_epo
             d = load(name, max_train, max_test, devdata, cache)
             if d.task == "regression":
                 raise SystemExit(f"reproduce: paper004 runs on classification data, {name} is not")
-            res = run(name, d.X, d.y, d.Xt, d.yt, "median", args)
+            from kernelscale.kernels import resolve_bandwidth
+
+            sigma = resolve_bandwidth("median", d.X, "euclidean", seed=0)  # one sigma for all
+            res = run(name, d.X, d.y, d.Xt, d.yt, sigma, args)
+            # no ridge (nu 0): both iterate the square loss towards the interpolant
+            problem = same_problem({lab: Problem("gaussian", r["sigma"], 0.0, "square",
+                                                 f"epochs of batch {r['batch']}")
+                                    for lab, r in res["results"].items()}, len(d.X))
             curves = {}
             for label, r in res["results"].items():
                 curves[label] = r["curve"]
@@ -438,7 +575,9 @@ def paper004_eigenpro_epochs(datasets, max_train, out, *, max_test=None, max_epo
                                     f"target = exact KRR (alpha={alpha}) test error "
                                     f"{res['test_target'] - slack:.4f} + {slack}; EigenPro k="
                                     f"{res['results']['EigenPro']['k']} (asked {k}), M={M}, "
-                                    f"batch {batch}; time includes EigenPro's set-up"))
+                                    f"batch {batch}; time includes EigenPro's set-up",
+                                    RULES["paper004_eigenpro_epochs"].format(
+                                        slack=slack, max_epochs=max_epochs), problem))
             panels.append((d, curves, res["test_target"], verdicts[-1]))
     fig, axes = _figure(len(panels), f"Paper 004: {claim} (target dashed: exact KRR + {slack}; "
                         "top: vs epochs, bottom: vs fit time)", 2)
@@ -485,13 +624,13 @@ def select(names) -> list[str]:
 
 
 def verdicts_markdown(verdicts, header="") -> str:
-    lines = [header, "| paper | claim | dataset | n train | measured | verdict | note |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [header, "| paper | claim | dataset | n train | measured | verdict | rule | "
+             "problem (every compared method) | note |", "|---|---|---|---|---|---|---|---|---|"]
     for v in verdicts:
         n = f"{v['n_train']:,}" + (f" of {v['n_train_full']:,}" if v["n_train_full"] != v["n_train"]
                                    else "")
         lines.append(f"| {v['paper']} | {v['claim']} | {v['dataset']} | {n} | {v['measured']} | "
-                     f"**{MARK[v['holds']]}** | {v['note']} |")
+                     f"**{MARK[v['holds']]}** | {v['rule']} | {v['problem']} | {v['note']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -505,11 +644,13 @@ def log_mlflow(uri, experiment, stem, settings, verdicts, files) -> str:
     mlflow.set_experiment(experiment)
     with mlflow.start_run(run_name=stem) as run:
         mlflow.log_params({k: str(v)[:500] for k, v in settings.items()})
-        mlflow.set_tags({"paper": verdicts[0]["paper"] if verdicts else "", "claim": stem})
+        mlflow.set_tags({"paper": verdicts[0]["paper"] if verdicts else "", "claim": stem,
+                         "rule": verdicts[0]["rule"][:500] if verdicts else ""})
         for v in verdicts:
             if v["holds"] is not None:
                 mlflow.log_metric(f"holds.{v['dataset']}", float(v["holds"]))
             mlflow.set_tag(f"measured.{v['dataset']}", v["measured"][:500])
+            mlflow.set_tag(f"problem.{v['dataset']}", v["problem"][:500])
         for f in files:
             if Path(f).is_file():
                 mlflow.log_artifact(str(f))

@@ -46,12 +46,12 @@ def _disc(n=400, seed=1, noise=0.05):
     ("laplacian", "laplacian", 1 / BW),
 ])
 def test_exact_krr_equals_sklearn_kernel_ridge(kernel, sk_kernel, gamma):
-    # alpha maps one to one: both solve (K + alpha I) c = y
+    # alpha maps one to one: both solve (K + alpha I) c = y - mean(y), the mean added back
     X, y = _regression()
     Xt = np.random.default_rng(5).standard_normal((40, 4))
     ours = ExactKRRRegressor(reg="0.3/n", kernel=kernel, bandwidth=BW, engine={"device": "cpu"}).fit(X, y)
-    ref = KernelRidge(alpha=0.3, kernel=sk_kernel, gamma=gamma).fit(X, y)
-    assert np.allclose(ours.predict(Xt), ref.predict(Xt), rtol=1e-9, atol=1e-10)
+    ref = KernelRidge(alpha=0.3, kernel=sk_kernel, gamma=gamma).fit(X, y - y.mean())
+    assert np.allclose(ours.predict(Xt), ref.predict(Xt) + y.mean(), rtol=1e-9, atol=1e-10)
 
 
 def test_exact_krr_refuses_large_n_in_one_line():
@@ -88,8 +88,9 @@ def test_rff_svrg_matches_ridge_closed_form():
                           batch_size=10, engine={"device": "cpu"}, random_state=0).fit(X, y)
     Phi = est.solver_.blocks.features(X, 0)
     n, D = Phi.shape
-    w = np.linalg.solve(Phi.T @ Phi / n + 1e-2 * np.eye(D), Phi.T @ y / n)
-    best = 0.5 * np.mean((Phi @ w - y) ** 2) + 0.5e-2 * w @ w
+    yc = y - y.mean()  # the targets the fit sees (y_offset_ = their mean)
+    w = np.linalg.solve(Phi.T @ Phi / n + 1e-2 * np.eye(D), Phi.T @ yc / n)
+    best = 0.5 * np.mean((Phi @ w - yc) ** 2) + 0.5e-2 * w @ w
     assert est.objective(X, y) == pytest.approx(best, rel=1e-7)
     assert np.allclose(est.solver_.w[:, 0], w, atol=1e-4)
 
@@ -119,8 +120,9 @@ def test_rff_sgd_gets_close_to_optimum():
                           batch_size=10, engine={"device": "cpu"}, random_state=0).fit(X, y)
     Phi = est.solver_.blocks.features(X, 0)
     n, D = Phi.shape
-    w = np.linalg.solve(Phi.T @ Phi / n + 1e-2 * np.eye(D), Phi.T @ y / n)
-    best = 0.5 * np.mean((Phi @ w - y) ** 2) + 0.5e-2 * w @ w
+    yc = y - y.mean()  # the targets the fit sees (y_offset_ = their mean)
+    w = np.linalg.solve(Phi.T @ Phi / n + 1e-2 * np.eye(D), Phi.T @ yc / n)
+    best = 0.5 * np.mean((Phi @ w - yc) ** 2) + 0.5e-2 * w @ w
     assert est.objective(X, y) == pytest.approx(best, rel=1e-3)
 
 
@@ -258,7 +260,7 @@ def test_same_seed_same_model_and_pickle(make):
 @pytest.mark.parametrize("make, match", [
     (lambda: RFFSGDClassifier(loss="nope", engine={"device": "cpu"}), "loss"),
     (lambda: RFFSGDClassifier(solver="adam", engine={"device": "cpu"}), "solver"),
-    (lambda: NORMAClassifier(kernel="nope", engine={"device": "cpu"}), "unknown kernel"),
+    (lambda: NORMAClassifier(kernel="nope", engine={"device": "cpu"}), "kernel='nope' must be"),
     (lambda: PegasosClassifier(bandwidth=0, engine={"device": "cpu"}), "bandwidth"),
     (lambda: NystromRidgeRegressor(bandwidth=-2.0, engine={"device": "cpu"}), "bandwidth"),
 ])

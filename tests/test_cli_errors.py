@@ -65,6 +65,9 @@ SPEC_CASES = [
     ({**DSG, "device": "tpu"}, ["--spec.device", "'tpu'", "auto, cpu, gpu"]),
     ({"estimator": "libsvm", "device": "gpu"}, ["--spec.device", "libsvm runs on the CPU only"]),
     ({**DSG, "step_test_rows": -1}, ["step_test_rows", ">= 0"]),
+    ({"estimator": "dsg", "params": {"kernel": "rbff"}}, ["--spec.params.kernel", "'rbff'", "rbf"]),
+    ({"estimator": "rff_sgd", "params": {"n_components": 1000, "engine": {"memory_budget": 0.1}}},
+     ["--spec.params.engine.memory_budget", "too small for one batch", "needs at least"]),
 ]
 
 
@@ -150,6 +153,13 @@ CONFIG_CASES = [
      ["algorithms.rb", "needs at least", "n_components"]),
     ("algorithms:\n  dsg: {estimator: dsg, params: {block_size: 100000000}}\n",
      ["algorithms.dsg", "needs at least", "block_size"]),
+    # found here, not in the train job after prepare
+    ("algorithms:\n  dsg: {estimator: dsg, params: {kernel: rbff}}\n",
+     ["algorithms.dsg.params.kernel: 'rbff' must be 'gaussian', 'rbf'"]),
+    ("algorithms:\n  dsg: {estimator: dsg, params: {batch_size: 2048, block_size: 256, engine: {memory_budget: 1}}}\n",
+     ["algorithms.dsg.params.engine.memory_budget", "too small for one batch", "x 10 features"]),
+    ("tracking:\n  uri: postgresql://user:secret@host/db\n",
+     ["tracking.uri: scheme 'postgresql' needs the driver module 'psycopg2'"]),
 ]
 
 
@@ -166,6 +176,9 @@ def test_check_config_names_the_file_line_and_key(tmp_path, capsys, text, words)
         # on the generated set: its size is in the config, so n_train-sized terms are checked
         base["experiments"] = [{"datasets": ["synth_reg"], "algorithms": [name], "seeds": [0]}]
         path.write_text(yaml.safe_dump(base))
+    elif text.startswith("tracking:"):
+        base["tracking"].update(yaml.safe_load(text)["tracking"])
+        path.write_text(yaml.safe_dump(base))
     else:
         path.write_text(text)
     try:
@@ -177,6 +190,7 @@ def test_check_config_names_the_file_line_and_key(tmp_path, capsys, text, words)
     assert not CLASS_NAMES.search(err), err
     for w in words:
         assert w in err, err
+    assert "secret" not in err  # a password in the URI is never printed
 
 
 def test_missing_config_file(tmp_path, capsys):

@@ -144,6 +144,21 @@ def test_download_dataset_fetches_train_and_test(server, tmp_path):
         ["toy/train.txt", "toy/renamed.t"]
 
 
+def test_truncated_gz_download_names_the_file(server, tmp_path):
+    """A .gz cut short at the source (its sha256 not yet known): reading it names the file."""
+    import gzip
+
+    from kernelscale.pipeline.data.readers import read_file
+
+    root, base, _ = server
+    whole = gzip.compress(b"1 1:1 2:3\n" * 50000)
+    spec = {"task": "binary", "format": "libsvm", "url": f"{base}/d/train.svm.gz",
+            "sha256": _put(root, "d/train.svm.gz", whole[: len(whole) // 2])}
+    (path,) = download_dataset("toy", spec, tmp_path / "cache")
+    with pytest.raises(DataError, match=rf"^{path}: compressed data truncated or damaged"):
+        list(read_file("libsvm", path, block_rows=1000))
+
+
 def test_progress_bar_on_terminal_and_log_lines_otherwise(server, tmp_path, monkeypatch, caplog):
     import kernelscale.pipeline.data.progress as progress_module
 

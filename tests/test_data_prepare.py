@@ -182,6 +182,10 @@ BAD_CASES = {
                          {"format": "csv", "task": "multiclass"},
                          "a.csv: rows 1-1002: more than 1000 distinct labels"),
     "ragged_csv": ("a.csv", "1,2,0\n3,4,5,1\n", {"format": "csv"}, "a.csv: "),
+    "short_csv_row": ("a.csv", "1,2,0\n3,4,1\n5,1\n", {"format": "csv"},
+                      "a.csv: row 3 has 2 fields where 3 are expected"),
+    "too_large_for_float32": ("a.csv", "1,2,0\n3,1e40,1\n", {"format": "csv"},
+                              "a.csv: row 2: feature 2 is 1e+40, too large for float32"),
     "pca_too_wide": ("a.svm", "1 1:1\n-1 2:1\n", {"format": "libsvm", "preprocess": {
         "pca": {"n_components": 5}}},
         "datasets.bad.preprocess.pca.n_components: 5 is more than the 2 features"),

@@ -124,11 +124,40 @@ def test_csv_label_last_by_default_and_by_name(tmp_path):
     np.testing.assert_array_equal(y, [1.5, 3, 5])
 
 
-def test_csv_non_number_names_row_and_column(tmp_path):
+# (file text, read_csv options, the one line naming the real cause)
+CSV_CASES = [
+    ("1,2,0\n3,4,1\n5,oops,1\n", {}, r"a.csv: row 3: column 2: 'oops' is not a number$"),
+    ("1,2,3,4,5,0\n" * 150 + "1,2,3,0\n" + "1,2,3,4,5,0\n", {},
+     r"a.csv: row 151 has 4 fields where 6 are expected$"),
+    ("f1,f2,f3,y\n\n1,2,3,0\n\n1,2,0\n", {"header": True},
+     r"a.csv: row 2 has 3 fields where 4 are expected$"),
+    ("1,2,0\n3,1e40,1\n", {}, r"a.csv: row 2: feature 2 is 1e\+40, too large for float32"),
+    ("1,2,0\n3,4,1\n-1e300,4,1\n", {}, r"a.csv: row 3: feature 1 is -1e\+300, too large for "),
+]
+
+
+@pytest.mark.parametrize("text,options,message", CSV_CASES, ids=range(len(CSV_CASES)))
+def test_csv_errors_name_row_and_cause(tmp_path, text, options, message):
     path = tmp_path / "a.csv"
-    path.write_text("1,2,0\n3,4,1\n5,oops,1\n")
-    with pytest.raises(DataError, match=r"a.csv: row 3: column 2: 'oops' is not a number"):
-        list(read_csv(path, block_rows=2))
+    path.write_text(text)
+    with pytest.raises(DataError, match=message):
+        list(read_csv(path, block_rows=64, **options))
+
+
+def test_csv_empty_last_field_is_a_missing_value_not_a_short_row(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("1,2,3,0\n1,2,,\n")  # 4 fields, two empty: NaN, found by the NaN check
+    _, X, y = _collect(read_csv(path, block_rows=64))
+    assert np.isnan(X[1, 2]) and np.isnan(y[1])
+
+
+def test_npz_value_too_large_for_float32(tmp_path):
+    path = tmp_path / "a.npz"
+    X = np.ones((5, 3))
+    X[3, 1] = 1e300
+    np.savez(path, X=X, y=np.zeros(5))
+    with pytest.raises(DataError, match=r"a.npz: row 4: feature 2 is 1e\+300, too large for "):
+        list(read_npz(path, block_rows=2))
 
 
 @pytest.mark.parametrize("compressed", [False, True])
@@ -161,3 +190,17 @@ def test_zip_archive_and_dispatch(tmp_path):
     np.testing.assert_array_equal(X, DENSE)
     with pytest.raises(DataError, match="file not found"):
         list(read_file("csv", tmp_path / "missing.csv", block_rows=3))
+
+
+@pytest.mark.parametrize("fmt,suffix,compress", [
+    ("csv", ".csv.gz", gzip.compress), ("libsvm", ".svm.gz", gzip.compress),
+    ("libsvm", ".svm.bz2", bz2.compress), ("csv", ".csv.xz", __import__("lzma").compress)])
+def test_truncated_compressed_file_is_named(tmp_path, fmt, suffix, compress):
+    """An incomplete download: the one line names the file, not only the decoder's complaint."""
+    text = ("1,2,3,0\n" if fmt == "csv" else "1 1:2 2:3\n") * 20000
+    whole = compress(text.encode())
+    path = tmp_path / f"a{suffix}"
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DataError, match=rf"^{path}: compressed data truncated or damaged") as e:
+        list(read_file(fmt, path, block_rows=1000))
+    assert "\n" not in str(e.value)

@@ -136,7 +136,7 @@ def test_in_memory_data_and_kernel_method_train_in_process(client, data):
     _, X, y, _ = data
     with use_client(client):
         est = EigenProClassifier(**KW).fit(X, y)
-        kern = EigenProClassifier(**{**KW, "method": "kernel", "n_components": 2000}).fit(
+        kern = EigenProClassifier(**{**KW, "method": "kernel", "n_components": "auto"}).fit(
             X[:600], y[:600])
     assert not hasattr(est, "spread_") and not hasattr(kern, "spread_")
 

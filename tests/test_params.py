@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from sklearn.base import is_regressor
 from sklearn.datasets import make_classification, make_regression
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.svm import SVC
@@ -77,8 +78,9 @@ def test_same_reg_is_the_same_problem_exact_krr_and_libsvm():
     y = y / y.std()
     nu, sigma, n = 2e-3, 3.0, len(y)
     ours = ExactKRRRegressor(reg=nu, bandwidth=sigma).fit(X, y)
-    ref = KernelRidge(alpha=n * nu, kernel="rbf", gamma=1 / (2 * sigma**2)).fit(X, y)
-    np.testing.assert_allclose(ours.predict(X), ref.predict(X), rtol=1e-8, atol=1e-8)
+    # of the centred targets: every regressor fits y - y_offset_ (its mean) and adds it back
+    ref = KernelRidge(alpha=n * nu, kernel="rbf", gamma=1 / (2 * sigma**2)).fit(X, y - y.mean())
+    np.testing.assert_allclose(ours.predict(X), ref.predict(X) + y.mean(), rtol=1e-8, atol=1e-8)
     assert ours.reg_ == nu
 
     Xc, yc = make_classification(n_samples=150, n_features=4, random_state=1)
@@ -212,6 +214,8 @@ def _unused_cases():
         (EigenProClassifier, "clf", {"n_eigenvectors": 0, "tau": 0.5}, "tau",
          {"n_eigenvectors": 5}),
         (ExactSVMClassifier, "clf", {"epsilon": 0.3}, "epsilon", None),
+        (EigenProClassifier, "clf", {"method": "kernel", "n_components": 300}, "n_components",
+         {"method": "rff"}),
         (RBRegressor, "reg", {"solver": "cd", "precondition": True, "reg": 1e-3},
          "precondition", {"solver": "cg"}),
         (RBClassifier, "clf", {"solver": "cd", "precondition": True, "reg": 1e-3},
@@ -234,8 +238,7 @@ def test_a_parameter_the_others_leave_unused_is_refused(cls, kind, params, name,
     assert msg.startswith(f"{name}={params[name]!r} is only used ") and "\n" not in msg, msg
     default = inspect.signature(cls.__init__).parameters[name].default
     assert msg.endswith(f"leave it at its default {default!r}"), msg
-    assert unused_errors(cls, params, in_fit=True) == [(name, msg.split("=", 1)[1])]
-    assert unused_errors(cls, params) == unused_errors(cls, params, in_fit=True)  # config too
+    assert unused_errors(cls, params) == [(name, msg.split("=", 1)[1])]  # config check too
     assert unused_errors(cls, {**params, name: default}) == []  # the default is no setting
     if using is not None:
         assert unused_errors(cls, {**params, **using}) == []
@@ -303,16 +306,37 @@ def test_config_refuses_what_the_algorithm_name_contradicts_or_leaves_unused():
         "(the half-width of SVR's tube); leave it at its default 0.1"]
 
 
-def test_eigenpro_kernel_n_components_is_refused_by_the_config_check_only():
-    """scikit-learn's estimator checks set n_components = 1 on every estimator that has it,
-    so EigenPro's fit ignores it with method="kernel" (documented); the config check, where
-    the algorithm's name says "kernel", refuses it."""
-    from kernelscale import EigenProRegressor
-    from kernelscale.estimators._params import unused_errors
 
-    params = {"method": "kernel", "n_components": 300}
-    assert unused_errors(EigenProRegressor, params, in_fit=True) == []
-    [(name, problem)] = unused_errors(EigenProRegressor, params)
-    assert name == "n_components" and problem.startswith("300 is only used with method='rff'")
-    X, y = _data("reg")
-    EigenProRegressor(**params, n_eigenvectors=5, n_iter=1, bandwidth=1.0).fit(X, y)
+WARM = [(cls, {}) for cls in PUBLIC if "warm_start" in _params(cls)] + [
+    (kernelscale.EigenProRegressor, {"method": "rff", "n_components": 50})]
+
+
+@pytest.mark.parametrize("cls,extra", WARM, ids=lambda c: getattr(c, "__name__", ""))
+def test_warm_start_on_another_width_is_one_line(cls, extra):
+    """A warm start continues the fitted model: X of another width is refused in one line before
+    any product with the fitted state (not numpy's matmul mismatch)."""
+    rng = np.random.default_rng(0)
+    X5, X7 = rng.standard_normal((120, 5)), rng.standard_normal((120, 7))
+    y = X5[:, 0] if is_regressor(cls()) else (X5[:, 0] > 0).astype(int)
+    est = cls(warm_start=True, n_iter=2, engine={"device": "cpu"}, random_state=0, **extra)
+    one_class = cls.__name__ == "DSGOneClass"
+    est.fit(X5) if one_class else est.fit(X5, y)
+    with pytest.raises(ValueError) as e:
+        est.fit(X7) if one_class else est.fit(X7, y)
+    assert str(e.value) == "X has 7 features, but the warm-started model was fitted on 5"
+    assert est.n_features_in_ == 5
+    est.set_params(warm_start=False).fit(X7) if one_class else est.set_params(
+        warm_start=False).fit(X7, y)  # a fresh fit may change the width
+    assert est.n_features_in_ == 7
+
+
+@pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
+def test_nan_in_X_is_the_same_one_line_everywhere(cls):
+    """NaN in X: every estimator says so in the same one line (scikit-learn's advice cut off)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.random((40, 3)), rng.random(40)
+    X[3, 1] = np.nan
+    est = cls(engine={"device": "cpu"})
+    with pytest.raises(ValueError) as e:
+        est.fit(X, y) if is_regressor(est) else est.fit(X, (y > 0.5).astype(int))
+    assert str(e.value) == "Input X contains NaN."

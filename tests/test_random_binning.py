@@ -206,7 +206,7 @@ def test_dask_equals_numpy(data):
 @pytest.mark.parametrize("params,match", [
     ({"bandwidth": 0.0}, "bandwidth"),
     ({"bandwidth": -1.0}, "bandwidth"),
-    ({"kernel": "gaussian"}, "unknown kernel"),
+    ({"kernel": "gaussian"}, "kernel='gaussian' must be 'laplacian'"),
     ({"solver": "newton"}, "solver='newton' must be 'cg' or 'cd'"),
     ({"loss": "hinge"}, "unknown loss"),
     ({"solver": "cg", "loss": "logistic"}, "unknown loss"),

@@ -216,8 +216,14 @@ def test_figures_use_each_methods_fixed_style(monkeypatch):
     # nystrom first: matplotlib's cycle would have given it dsg's blue
     curves = {"nystrom": [(0.5, 0.3), (2.0, 0.2)], "dsg": [(1.0, 0.25), (3.0, 0.15)],
               "rff_sgd": [(0.2, 0.4), (4.0, 0.1)]}
-    monkeypatch.setitem(sys.modules, "dsg_race_curves", types.SimpleNamespace(
-        curve=lambda m, kind, data, segments: [(i, t, s) for i, (t, s) in enumerate(curves[m])]))
+    monkeypatch.setattr(reproduce, "shared_sigma_nu", lambda d: (1.0, "1.0/n"))
+
+    def curve(m, kind, data, segments, on_fit, **params):
+        on_fit(types.SimpleNamespace(kernel="gaussian", bandwidth_=params["bandwidth"], reg_=0.1,
+                                     _loss_name=lambda: "square"))
+        return [(i, t, s) for i, (t, s) in enumerate(curves[m])]
+
+    monkeypatch.setitem(sys.modules, "dsg_race_curves", types.SimpleNamespace(curve=curve))
     reproduce.paper003_dsg_equal_time(["dev_x"], 10, "unused",
                                       methods=("nystrom", "dsg", "rff_sgd"))
     [fig] = figures

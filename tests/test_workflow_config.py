@@ -254,6 +254,51 @@ Error in rule train:
     assert recovery.failed_job_lines(tmp_path / "missing.log") == []
 
 
+@pytest.mark.parametrize("report,cause", [
+    ("returned non-zero exit status 137.", "killed by SIGKILL (out of memory, or kill -9)"),
+    ("died with <Signals.SIGTERM: 15>.", "killed by SIGTERM"),
+    ("returned non-zero exit status 1.", "train x/dsg/seed0: segment 3/5 test_error=0.12"),
+])
+def test_failed_job_line_of_a_killed_job_says_it_was_killed(tmp_path, report, cause):
+    """A killed job's log ends with a progress line: the line names the signal instead."""
+    log = tmp_path / "seed0.log"
+    log.write_text("train x/dsg/seed0: segment 3/5 test_error=0.12\n")
+    smk_log = tmp_path / "snakemake.log"
+    smk_log.write_text(f"""RuleException:
+CalledProcessError in file "Snakefile", line 3:
+Command 'set -euo pipefail;  python -m kernelscale.pipeline.cli train' {report}
+[Mon]
+Error in rule train:
+    jobid: 4
+    log: {log} (check log file(s) for error details)
+""")
+    assert recovery.failed_job_lines([smk_log]) == [f"failed: rule train: {cause} [log: {log}]"]
+
+
+def test_a_lock_held_by_a_running_snakemake_is_one_line(tmp_path):
+    """A second `make run` beside a running one (the Makefile asks before snakemake starts)."""
+    import subprocess
+    import sys
+    import time
+
+    assert recovery.held_lock_line(tmp_path) is None  # no lock
+    (tmp_path / ".snakemake" / "locks").mkdir(parents=True)
+    (tmp_path / ".snakemake" / "locks" / "0.output.lock").write_text("results/x\n")
+    assert recovery.held_lock_line(tmp_path) is None  # a stale lock: the Snakefile removes it
+    fake = tmp_path / "snakemake"  # a process named snakemake working in tmp_path
+    fake.write_text("import time\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, str(fake)], cwd=tmp_path)
+    try:
+        time.sleep(0.2)
+        line = recovery.held_lock_line(tmp_path)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert line == (f"kernelscale: another snakemake (pid {proc.pid}) runs in {tmp_path.resolve()}"
+                    " and holds its lock: wait for it or stop it; if it is no run of this "
+                    "workflow, clear the lock with `.venv/bin/snakemake --unlock`")
+
+
 @pytest.mark.parametrize("paper", ["dsg", "rb", "eigenpro"])
 def test_paper_experiment_files_validate(paper, capsys):
     """config/papers/<paper>.yaml merged over config.yaml and config/papers.yaml passes the

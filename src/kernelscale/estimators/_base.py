@@ -60,8 +60,21 @@ def _check_shape(est, X, reset: bool):
                          f"is expecting {est.n_features_in_} features as input")
 
 
+def _check_warm_width(est, X):
+    """A warm start (``est._fresh()`` False) continues the fitted model: X must have its
+    ``n_features_in_`` columns (one line, before any product with the fitted state)."""
+    if getattr(est, "_fresh", lambda: True)() or not hasattr(est, "n_features_in_"):
+        return
+    shape = X.shape if hasattr(X, "shape") else np.shape(X)
+    if len(shape) == 2 and shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {shape[1]} features, but the warm-started model was fitted on "
+                         f"{est.n_features_in_}")
+
+
 def check_X(est, X, *, reset: bool):
     """Validate X for fit (reset=True) or predict; lazy and cupy arrays keep their type."""
+    if reset:
+        _check_warm_width(est, X)
     if is_cupy(X):
         _check_shape(est, X, reset)
         check_finite_rows(X, 0, "X")
@@ -77,6 +90,7 @@ def check_X_y(est, X, y, *, regression: bool, lazy_labels: bool = False):
 
     ``lazy_labels``: class labels on disk (zarr, dask, h5py) stay there, for a ``LabelCoder``
     that reads them chunk by chunk (only their length is checked here)."""
+    _check_warm_width(est, X)
     if is_cupy(X) or is_lazy(X):
         X = check_X(est, X, reset=True)
         if lazy_labels and not regression and is_lazy(y) and len(y.shape) in (1, 2):
@@ -218,3 +232,65 @@ class LabelCoder:
                 raise ValueError("y holds labels that were not seen when the classes were fixed")
             out[lo:lo + len(idx)] = idx
         return out
+
+
+CONSTANT_PROBE_ROWS = 1000  # training rows the constant-model check reads (one sorted sample)
+# outputs spread below this share of the targets' spread: a constant model (see warn_if_constant)
+CONSTANT_RTOL = 1e-3
+
+
+def warn_if_constant(est, X, y) -> None:
+    """One ``ConvergenceWarning`` when a fit at an explicit ``bandwidth`` / ``reg`` (not "auto")
+    returned a constant model: its outputs (predictions, or class / novelty scores) at the
+    midpoints of ``CONSTANT_PROBE_ROWS`` random pairs of training rows vary by at most
+    ``CONSTANT_RTOL`` times the targets' standard deviation (1 for scores, whose targets are
+    +-1 or one-hot), or a classifier predicts one class at all of them. Midpoints, not the rows:
+    a kernel far narrower than the distance between rows still fits each training row and is
+    constant everywhere else. The message names the explicit settings and the data's median
+    pairwise distance, the scale a bandwidth is compared with. A fit at "auto" alone is not
+    checked: a model that stays near the mean of a target with no signal is correct there."""
+    named = [f"{p}={getattr(est, p)!r}" for p in ("bandwidth", "reg")
+             if getattr(est, p, "auto") != "auto"]
+    X = X if hasattr(X, "shape") else np.asarray(X)  # lists, scikit-learn's _NotAnArray
+    if not named or X.shape[0] < 2:
+        return
+    n = int(X.shape[0])
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from ..backend import to_numpy
+    from ..kernels import make_kernel
+    from ..kernels.bandwidth import median_bandwidth
+    from ..stream import take_rows
+
+    rng = np.random.default_rng(0)
+    idx = np.sort(rng.choice(n, size=min(n, CONSTANT_PROBE_ROWS), replace=False))
+    if is_lazy(X) or is_cupy(X):  # at most one of the fit's windows at a time (memory budget)
+        step = int(getattr(est, "window_rows_", 0) or n)
+        rows = np.concatenate([np.asarray(to_numpy(take_rows(X, idx[i:i + step])), np.float64)
+                               for i in range(0, len(idx), step)])
+    else:
+        rows = np.asarray(np.asarray(X)[idx], np.float64)
+    order = rng.permutation(len(idx))  # pairs of distinct rows: each with the next in order
+    mid = 0.5 * (rows[order] + rows[np.roll(order, 1)])
+    with warnings.catch_warnings():  # e.g. feature names: the probe is a numpy array
+        warnings.simplefilter("ignore")
+        out = getattr(est, "decision_function", est.predict)(mid)
+        one_class = hasattr(est, "classes_") and len(np.unique(est.predict(mid))) == 1
+    out = np.asarray(to_numpy(out), np.float64).reshape(len(mid), -1)
+    scale = 1.0
+    if y is not None and not hasattr(est, "classes_"):  # regression: the targets' spread
+        Y = np.asarray(to_numpy(take_rows(y, idx)) if is_lazy(y) else np.asarray(y)[idx], float)
+        scale = Y.reshape(len(idx), -1).std(axis=0)
+    spread = (out.std(axis=0) / np.where(scale > 0, scale, np.inf)).max()
+    if np.all(scale == 0) or not (one_class or spread <= CONSTANT_RTOL):
+        return
+    metric = make_kernel(getattr(est, "kernel", "gaussian"), 1.0).metric
+    what = "one class" if one_class else f"outputs that vary by {spread:.1e} of the targets'"
+    warnings.warn(f"{type(est).__name__}: the fitted model is constant (between training rows "
+                  f"it predicts {what}) at {', '.join(named)}; the data's median pairwise "
+                  f"{metric} distance is "
+                  f"{median_bandwidth(rows, metric):.3g}: unless y holds no signal, try "
+                  "bandwidth='auto' (or near that distance) and reg='auto'", ConvergenceWarning,
+                  stacklevel=3)

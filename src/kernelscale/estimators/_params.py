@@ -26,6 +26,8 @@ import re
 from sklearn.base import BaseEstimator
 
 from .. import engine as _engine
+from ..kernels.shift_invariant import KERNELS
+from ._base import warn_if_constant
 
 _ENGINE_HINT = "an engine option: engine={{'{0}': ...}} or kernelscale.engine_context({0}=...)"
 
@@ -129,7 +131,8 @@ BOOL = Rule("bool")
 BANDWIDTH = Rule("real", low=0.0, strict=True, options=("auto", "median"),
                  unit=(r"\s*median\s*\*" + _NUMBER, "median*0.5"))
 # rules of parameters that several estimators share, under each class's own _rules
-COMMON_RULES = {"bandwidth": BANDWIDTH, "warm_start": BOOL, "verbose": Int(0)}
+COMMON_RULES = {"bandwidth": BANDWIDTH, "warm_start": BOOL, "verbose": Int(0),
+                "kernel": OneOf(*KERNELS)}
 
 
 def rules_of(cls) -> dict:
@@ -187,26 +190,21 @@ def same_value(a, b) -> bool:
         return False
 
 
-CONFIG_ONLY = "config only"  # a _used_only entry that fit ignores (see unused_errors)
-
-
-def unused_errors(cls, params: dict, given=None, in_fit=False) -> list[tuple[str, str]]:
+def unused_errors(cls, params: dict, given=None) -> list[tuple[str, str]]:
     """(name, one-line problem) for each parameter of ``given`` (default: every key of
     ``params``) set to a value other than its default although the other parameters' values
     (``params`` over the defaults) leave it unused: ``cls._used_only`` maps a name to (where it
-    is used, in words; the parameters that decide it; ``used(params) -> bool``[, CONFIG_ONLY]).
-    An ignored setting is refused rather than silently dropped (svrg_inner with solver="sgd").
-    A CONFIG_ONLY entry is refused by the config check only (``in_fit=False``): scikit-learn's
-    estimator checks set ``n_components = 1`` on every estimator that has the parameter, so
-    ``fit`` must accept it where it is unused (documented as ignored there)."""
+    is used, in words; the parameters that decide it; ``used(params) -> bool``).
+    An ignored setting is refused rather than silently dropped (svrg_inner with solver="sgd"),
+    by ``fit`` and by the config check alike."""
     rules = getattr(cls, "_used_only", {})
     if not rules:
         return []
     defaults = _defaults(cls)
     full = {**defaults, **params}
     out = []
-    for name, (where, deciders, used, *scope) in rules.items():
-        if name not in (params if given is None else given) or (in_fit and CONFIG_ONLY in scope):
+    for name, (where, deciders, used) in rules.items():
+        if name not in (params if given is None else given):
             continue
         value = full[name]
         if same_value(value, defaults.get(name)) or used(full):
@@ -240,7 +238,8 @@ def param_errors(cls, params: dict) -> list[tuple[str, str]]:
 
 
 class KernelscaleEstimator(BaseEstimator):
-    """Base of every kernelscale estimator: declared rules, former names, the engine."""
+    """Base of every kernelscale estimator: declared rules, former names, the engine; every
+    ``fit`` ends with ``_base.warn_if_constant``."""
 
     _rules: dict[str, Rule] = {}
     # parameters that only some settings of the others use (see ``unused_errors``)
@@ -248,6 +247,17 @@ class KernelscaleEstimator(BaseEstimator):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if fit is not None:
+
+            @functools.wraps(fit)
+            def checked_fit(self, X, y=None, **params):
+                out = fit(self, X, y, **params)
+                if type(self).fit is checked_fit:  # the outermost fit: one check per call
+                    warn_if_constant(self, X, y)
+                return out
+
+            cls.fit = checked_fit
         init = cls.__dict__.get("__init__")
         if init is None or getattr(init, "_checks_renamed", False):
             return
@@ -277,8 +287,7 @@ class KernelscaleEstimator(BaseEstimator):
             value = getattr(self, name)
             if not rule.ok(value):
                 raise ValueError(f"{name}={value!r} must be {rule.describe()}")
-        for name, problem in unused_errors(type(self), self.get_params(deep=False),
-                                           in_fit=True)[:1]:
+        for name, problem in unused_errors(type(self), self.get_params(deep=False))[:1]:
             raise ValueError(f"{name}={problem}")
 
     _auto_dtype = "float64"  # what engine dtype "auto" means for this estimator

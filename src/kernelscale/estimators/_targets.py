@@ -2,6 +2,23 @@
 turn y into the (n, C) float targets a solver fits (``_fit_targets``) and give predictions back
 in y's form, labels from decision scores (``LabelsFromScores``) and targets from raw outputs
 (``TargetsFromOutputs``), over an estimator's ``decision_function`` / ``_decision``.
+
+Offset: regression targets are centred, by every regressor, in one place
+(``RegressorTargets._targets``). A fresh fit stores the training column means of y as
+``y_offset_`` (shape (n_outputs,)); every fit (a warm start or ``partial_fit`` included, with
+the first fit's ``y_offset_``) hands its solver, and its "auto" bandwidth / reg selection,
+y - ``y_offset_``; ``predict`` is ``_decision`` + ``y_offset_``. The model is a constant plus a
+regularised f fitted to the residual, as scikit-learn's linear models fit an intercept (the
+constant is the training mean, not optimised jointly with f): the penalty on ||f|| pulls
+predictions towards the mean rather than towards 0, so where y's mean sits does not change the
+fit. (LIBSVM's ``ExactSVMRegressor`` fits its own unpenalised intercept b, and its dual does not
+depend on a shift of y.)
+
+Class codes ({-1, +1}, one-vs-all or one-hot) are not centred, whatever the loss: margin losses
+need the codes themselves, and the least-squares classifiers' codes are bounded (their mean is
+below 1 in size, of the scale of the signal), so no offset swamps what is learned; centring them
+moves the boundary towards the majority class without lowering the error (docs/library.md,
+"Targets with an offset").
 """
 
 from __future__ import annotations
@@ -38,7 +55,10 @@ class LabelsFromScores:
 
 
 class TargetsFromOutputs:
-    """Mixin: ``predict`` is ``_decision`` (n, C), 1-D where the training targets were."""
+    """Mixin: ``predict`` is ``_decision`` (n, C) + ``y_offset_``, 1-D where the training targets
+    were."""
+
+    y_offset_ = 0.0  # (class default: models pickled before the offset have none)
 
     def predict(self, X):
         """Predicted targets f(x).
@@ -53,7 +73,7 @@ class TargetsFromOutputs:
         ndarray of shape (n_samples,) or (n_samples, n_outputs)
             1-D when the training targets were 1-D.
         """
-        F = self._decision(X)
+        F = self._decision(X) + self.y_offset_
         return F[:, 0] if self._y_1d else F
 
     def __sklearn_tags__(self):
@@ -63,15 +83,22 @@ class TargetsFromOutputs:
 
 
 class RegressorTargets(TargetsFromOutputs):
-    """Mixin: y -> (n, C) float targets; predict returns 1-D for 1-D training targets."""
+    """Mixin: y -> (n, C) centred float targets; predict returns 1-D for 1-D training targets."""
 
     def _fit_targets(self, X, y):
         reject_sparse(X)
         X, y = check_X_y(self, X, y, regression=True)
+        return X, self._targets(y, self._fresh())
+
+    def _targets(self, y, fresh: bool) -> np.ndarray:
+        """y as (n, C) float64 minus ``y_offset_``, which a fresh fit sets to the column means
+        (and ``_y_1d``); a warm start keeps the first fit's (module docstring)."""
         y = np.asarray(y, dtype=np.float64)
-        if self._fresh():
+        Y = y.reshape(len(y), -1)
+        if fresh:
             self._y_1d = y.ndim == 1
-        return X, y.reshape(len(y), -1)
+            self.y_offset_ = Y.mean(axis=0)
+        return Y - self.y_offset_
 
 
 class ClassifierTargets(LabelsFromScores):

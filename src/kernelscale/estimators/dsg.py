@@ -30,7 +30,7 @@ from ..stream import BatchStream, is_in_memory, predict_rows, take_rows
 from ._base import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype
 from ._kernel_common import auto_kernel
 from ._params import ITERS, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, steps
-from ._targets import LabelsFromScores, TargetsFromOutputs
+from ._targets import LabelsFromScores, RegressorTargets
 
 _PREDICT_CHUNK = 8192
 # rows whose block covariance gives precondition="eigenpro" its P: resolves eigenvalues down to
@@ -177,6 +177,9 @@ class _DSGBase(OnDevice, KernelscaleEstimator):
         "max_step_ratio": ("by variant='cdsg'", ("variant",), lambda p: p["variant"] == "cdsg"),
         "t0": ("by step_schedule 'inverse' or 'inverse_sqrt'", ("step_schedule",),
                lambda p: p["step_schedule"] in ("inverse", "inverse_sqrt")),
+        "loss_params": ("by the losses that have parameters (epsilon_insensitive, huber, quantile, "
+                        "novelty)", ("loss",),
+                        lambda p: p["loss"] in ("epsilon_insensitive", "huber", "quantile")),
     }
 
     def _loss_name(self, n_classes=None):
@@ -341,7 +344,7 @@ class _DSGBase(OnDevice, KernelscaleEstimator):
         return tags
 
 
-class DSGRegressor(TargetsFromOutputs, RegressorMixin, _DSGBase):
+class DSGRegressor(RegressorTargets, RegressorMixin, _DSGBase):
     """Kernel regression by doubly stochastic gradients (paper 003) or its UDSG/CDSG
     variants.
 
@@ -402,19 +405,19 @@ class DSGRegressor(TargetsFromOutputs, RegressorMixin, _DSGBase):
     n_new, n_reuse : int, default=1
         G and U of UDSG.
     precondition : "auto", "eigenpro" or bool, default="auto"
-        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
-        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
-        by the EigenPro preconditioner of the block's features on a fixed subsample of
+        How each block step is preconditioned. True: by rho (cov(phi_k) + rho I)^-1, a Newton
+        step of the square loss in the block's span (``solvers.dsg.DSGSolver._newton_eta0``).
+        "eigenpro": by the EigenPro preconditioner of the kernel on a fixed subsample of
         ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
-        flattens only the top of the spectrum. False: the plain step of paper 003.
+        flattens only the top of the spectrum. Both precondition the regulariser's gradient too,
+        so every setting minimises the same objective. False: the plain step of paper 003.
         "auto" = True for classification losses, "eigenpro" for regression losses when
         ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
         and the plain step below that. Why: the plain
         step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
-        removes that, but it fits each batch within one block (a different ridge problem),
-        which classification tolerates and the square loss does not; EigenPro's milder
-        flattening keeps the square loss's problem and speeds it up. Measured figures are in
+        removes that within each block; EigenPro's milder flattening of the kernel's
+        spectrum suits the square loss. Measured figures are in
         ``benchmarks/results/``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
@@ -460,6 +463,9 @@ class DSGRegressor(TargetsFromOutputs, RegressorMixin, _DSGBase):
         CDSG's step cap used (``max_step_ratio``).
     history_ : dict
         Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
+    y_offset_ : ndarray of shape (n_outputs,)
+        The training mean of y: f is fitted to y - y_offset_ and every prediction adds it
+        back (``estimators._targets``).
     n_features_in_ : int
 
     Examples
@@ -491,30 +497,26 @@ class DSGRegressor(TargetsFromOutputs, RegressorMixin, _DSGBase):
         -------
         self
         """
-        X, y = check_X_y(self, X, y, regression=True)
-        y = np.asarray(y, dtype=np.float64)
-        self._y_1d = y.ndim == 1
+        X, Y = self._fit_targets(X, y)
         if self._fresh():
-            self._init_model(X, 1 if y.ndim == 1 else y.shape[1], self._loss_name(), y)
-        Y = y.reshape(len(y), -1)
+            self._init_model(X, Y.shape[1], self._loss_name(), Y)
         self._train(X, Y, lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
                     self._fit_iters(), self.seed_)
         return self
 
     def partial_fit(self, X, y):
         """One pass (ceil(n / batch_size) iterations) over (X, y), continuing the fitted model."""
-        if hasattr(self, "model_"):
-            X = check_X(self, X, reset=False)
-            y = np.asarray(y, dtype=np.float64)
-        else:
+        fresh = not hasattr(self, "model_")
+        if fresh:
             X, y = check_X_y(self, X, y, regression=True)
-            y = np.asarray(y, dtype=np.float64)
-            self._y_1d = y.ndim == 1
-            self._init_model(X, 1 if y.ndim == 1 else y.shape[1], self._loss_name(), y)
+        else:
+            X = check_X(self, X, reset=False)
+        Y = self._targets(y, fresh)  # the first call's y_offset_ stays
+        if fresh:
+            self._init_model(X, Y.shape[1], self._loss_name(), Y)
         n_iter = -(-X.shape[0] // self._batch())
         # a fresh batch order for every call, still a pure function of (seed, iterations so far)
-        self._train(X, y.reshape(X.shape[0], -1),
-                    lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
+        self._train(X, Y, lambda yb, xp: xp.asarray(yb, dtype=self.model_.blocks.dtype),
                     n_iter, self.seed_ + self.solver_.t + 1)
         return self
 
@@ -579,19 +581,19 @@ class DSGClassifier(LabelsFromScores, ClassifierMixin, _DSGBase):
     n_new, n_reuse : int, default=1
         G and U of UDSG.
     precondition : "auto", "eigenpro" or bool, default="auto"
-        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
-        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
-        by the EigenPro preconditioner of the block's features on a fixed subsample of
+        How each block step is preconditioned. True: by rho (cov(phi_k) + rho I)^-1, a Newton
+        step of the square loss in the block's span (``solvers.dsg.DSGSolver._newton_eta0``).
+        "eigenpro": by the EigenPro preconditioner of the kernel on a fixed subsample of
         ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
-        flattens only the top of the spectrum. False: the plain step of paper 003.
+        flattens only the top of the spectrum. Both precondition the regulariser's gradient too,
+        so every setting minimises the same objective. False: the plain step of paper 003.
         "auto" = True for classification losses, "eigenpro" for regression losses when
         ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
         and the plain step below that. Why: the plain
         step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
-        removes that, but it fits each batch within one block (a different ridge problem),
-        which classification tolerates and the square loss does not; EigenPro's milder
-        flattening keeps the square loss's problem and speeds it up. Measured figures are in
+        removes that within each block; EigenPro's milder flattening of the kernel's
+        spectrum suits the square loss. Measured figures are in
         ``benchmarks/results/``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
@@ -806,19 +808,19 @@ class DSGOneClass(OutlierMixin, _DSGBase):
     n_new, n_reuse : int, default=1
         G and U of UDSG.
     precondition : "auto", "eigenpro" or bool, default="auto"
-        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
-        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
-        by the EigenPro preconditioner of the block's features on a fixed subsample of
+        How each block step is preconditioned. True: by rho (cov(phi_k) + rho I)^-1, a Newton
+        step of the square loss in the block's span (``solvers.dsg.DSGSolver._newton_eta0``).
+        "eigenpro": by the EigenPro preconditioner of the kernel on a fixed subsample of
         ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
-        flattens only the top of the spectrum. False: the plain step of paper 003.
+        flattens only the top of the spectrum. Both precondition the regulariser's gradient too,
+        so every setting minimises the same objective. False: the plain step of paper 003.
         "auto" = True for classification losses, "eigenpro" for regression losses when
         ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
         and the plain step below that. Why: the plain
         step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
-        removes that, but it fits each batch within one block (a different ridge problem),
-        which classification tolerates and the square loss does not; EigenPro's milder
-        flattening keeps the square loss's problem and speeds it up. Measured figures are in
+        removes that within each block; EigenPro's milder flattening of the kernel's
+        spectrum suits the square loss. Measured figures are in
         ``benchmarks/results/``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
@@ -878,6 +880,9 @@ class DSGOneClass(OutlierMixin, _DSGBase):
     [-1, 1]
     """
 
+    _default_loss = "novelty"
+    _used_only = {k: v for k, v in _DSGBase._used_only.items() if k != "loss_params"}  # nu_o
+
     def _check_loss(self, loss):
         if loss.task != "novelty":
             raise ValueError(f"loss={loss.name!r}: DSGOneClass uses the 'novelty' loss")
@@ -897,7 +902,7 @@ class DSGOneClass(OutlierMixin, _DSGBase):
         """
         X = check_X(self, X, reset=True)
         if self._fresh():
-            self._init_model(X, 1, "novelty", np.zeros(X.shape[0]))
+            self._init_model(X, 1, self._loss_name(), np.zeros(X.shape[0]))
         self._train(X, None, lambda yb, xp: None, self._fit_iters(), self.seed_)
         self.offset_ = float(self.loss_.rho)
         return self

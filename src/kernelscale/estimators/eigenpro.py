@@ -24,7 +24,7 @@ from ..solvers._common import Progress, load_rows, run_loop
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
 from ..stream import BatchStream, is_in_memory
 from ._kernel_common import KernelEstimatorBase, n_features_rule
-from ._params import BOOL, CONFIG_ONLY, ITERS, Int, OneOf, Real, steps
+from ._params import BOOL, ITERS, Int, OneOf, Real, steps
 from ._targets import ClassifierTargets, RegressorTargets
 
 METHODS = ("kernel", "rff")
@@ -65,7 +65,7 @@ class _EigenProBase(KernelEstimatorBase):
               "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
               "n_components": Int(1, "auto"), "eig_method": OneOf("auto", "eigh", "randomized"),
               "average": BOOL}
-    _rff_only = ("with method='rff'", ("method",), lambda p: p["method"] == "rff", CONFIG_ONLY)
+    _rff_only = ("with method='rff'", ("method",), lambda p: p["method"] == "rff")
     _used_only = {"n_components": _rff_only, "average": _rff_only,
                   "tau": ("with n_eigenvectors >= 1, to damp the preconditioner",
                           ("n_eigenvectors",), lambda p: p["n_eigenvectors"] != 0)}
@@ -193,9 +193,8 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
         paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
         (pipeline's) held-out curve.
     n_components : "auto" or int >= 1, default="auto"
-        D, random features for ``method="rff"``; ignored with "kernel" (scikit-learn's estimator
-        checks set it on every estimator that has it). The pipeline's config check refuses it for
-        the kernel method (``eigenpro: {params: {n_components: ...}}``). "auto" =
+        D, random features for ``method="rff"``; another value than "auto" with "kernel" is a
+        ValueError (it would be ignored). "auto" =
         max(2000, ceil(sqrt(n) ln n)): the count with which random-feature ridge keeps the exact
         kernel's learning rate (Rudi & Rosasco, NIPS 2017), as for RFF-SGD; EigenPro-RF converges
         to that ridge-less fit on D features, so a fixed D caps its error as n grows. At least
@@ -207,7 +206,8 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
         iterates (tail averaging; Bach & Moulines 2013, Jain et al. 2018) instead of the last
         iterate. EigenPro's constant step is chosen for a model that can interpolate; D random
         features (D << n) cannot, and the last iterate stays in a noise ball around the
-        least-squares fit on them. Ignored with "kernel". Fitted: ``solver_.n_averaged``.
+        least-squares fit on them. False with "kernel" is a ValueError (it would be ignored).
+        Fitted: ``solver_.n_averaged``.
     warm_start : bool, default=False
         Each ``fit`` continues for another ``n_iter`` iterations.
     random_state : int, RandomState or None, default=None
@@ -244,6 +244,9 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
     history_ : dict
         Per-iteration records: iter, time, objective (batch MSE).
     bandwidth_ : float
+    y_offset_ : ndarray of shape (n_outputs,)
+        The training mean of y: f is fitted to y - y_offset_ and every prediction adds it
+        back (``estimators._targets``).
     n_features_in_ : int
 
     Examples
@@ -311,9 +314,8 @@ class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
         paper's §6 runs reach their error within a few epochs, and 10 leaves early stopping to the
         (pipeline's) held-out curve.
     n_components : "auto" or int >= 1, default="auto"
-        D, random features for ``method="rff"``; ignored with "kernel" (scikit-learn's estimator
-        checks set it on every estimator that has it). The pipeline's config check refuses it for
-        the kernel method (``eigenpro: {params: {n_components: ...}}``). "auto" =
+        D, random features for ``method="rff"``; another value than "auto" with "kernel" is a
+        ValueError (it would be ignored). "auto" =
         max(2000, ceil(sqrt(n) ln n)): the count with which random-feature ridge keeps the exact
         kernel's learning rate (Rudi & Rosasco, NIPS 2017), as for RFF-SGD; EigenPro-RF converges
         to that ridge-less fit on D features, so a fixed D caps its error as n grows. At least
@@ -325,7 +327,8 @@ class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
         iterates (tail averaging; Bach & Moulines 2013, Jain et al. 2018) instead of the last
         iterate. EigenPro's constant step is chosen for a model that can interpolate; D random
         features (D << n) cannot, and the last iterate stays in a noise ball around the
-        least-squares fit on them. Ignored with "kernel". Fitted: ``solver_.n_averaged``.
+        least-squares fit on them. False with "kernel" is a ValueError (it would be ignored).
+        Fitted: ``solver_.n_averaged``.
     warm_start : bool, default=False
         Each ``fit`` continues for another ``n_iter`` iterations.
     random_state : int, RandomState or None, default=None

@@ -14,7 +14,7 @@ from ..backend import DeviceError, resolve_device
 from ..rng import seed_from
 from ..solvers._common import load_rows
 from ..solvers.exact import ExactKRR
-from ._base import check_X
+from ._base import _one_line, check_X
 from ._kernel_common import (
     KernelEstimatorBase,
     auto_kernel,
@@ -120,6 +120,9 @@ class ExactKRRRegressor(RegressorTargets, RegressorMixin, _ExactKRRBase):
     kernel_ : kernels.shift_invariant.Kernel
         The kernel used; ``bandwidth_`` is its sigma.
     bandwidth_ : float
+    y_offset_ : ndarray of shape (n_outputs,)
+        The training mean of y: f is fitted to y - y_offset_ and every prediction adds it
+        back (``estimators._targets``).
     n_features_in_ : int
 
     Examples
@@ -447,7 +450,8 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
         """
         reject_sparse(X)
         # LIBSVM needs the data in memory; scikit-learn's validation also ravels a column y
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
+        X, y = _one_line(validate_data, self, X, y, dtype=[np.float64, np.float32],
+                         y_numeric=True)
         kw = self._svm_kernel(X, y)
         self.svm_ = SVR(C=self.C_, epsilon=float(self.epsilon), tol=self.tol,
                         cache_size=self.cache_size, **kw).fit(X, y)

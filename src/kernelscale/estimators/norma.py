@@ -272,6 +272,9 @@ class NORMARegressor(RegressorTargets, RegressorMixin, _NORMABase):
     n_iter_ : int
     history_ : dict
         Per-iteration records: iter, time, objective (batch loss), step.
+    y_offset_ : ndarray of shape (n_outputs,)
+        The training mean of y: f is fitted to y - y_offset_ and every prediction adds it
+        back (``estimators._targets``).
     n_features_in_ : int
 
     Examples

@@ -125,6 +125,9 @@ class NystromRidgeRegressor(RegressorTargets, RegressorMixin, _NystromBase):
     kernel_ : kernels.shift_invariant.Kernel
         The kernel used; ``bandwidth_`` is its sigma.
     bandwidth_ : float
+    y_offset_ : ndarray of shape (n_outputs,)
+        The training mean of y: f is fitted to y - y_offset_ and every prediction adds it
+        back (``estimators._targets``).
     n_features_in_ : int
 
     Examples

@@ -15,9 +15,9 @@ an engine device "gpu" the CG iterations run on cupy / cupyx.scipy.sparse (binni
 it is a numba loop). CD is CPU-only (numba threads). Fitted models keep only the seed, the bin
 vocabulary and the coefficients, on the host, so they pickle and predict on any machine.
 
-Regression targets are centred (``intercept_`` = their mean) before solving, because both
-regularisers would otherwise shrink the mean towards 0; the RB features themselves already contain
-a constant (each grid's columns sum to 1/sqrt(R) on every training row).
+Regression targets are centred (``y_offset_`` = their mean, ``estimators._targets``) before
+solving, because both regularisers would otherwise shrink the mean towards 0; the RB features
+themselves already contain a constant (each grid's columns sum to 1/sqrt(R) on every training row).
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ class _RBBase(KernelscaleEstimator):
     _fitted_state = "coef_"
 
     _rules = {"solver": OneOf(*SOLVERS), "n_components": Int(1), "reg": REG,
-              "tol": Real(0), "n_iter": Int(1), "precondition": BOOL}
+              "tol": Real(0), "n_iter": Int(1), "precondition": BOOL,
+              "kernel": OneOf(*RB_KERNELS)}
     _used_only = {"precondition": ("with solver='cg'", ("solver",),
                                    lambda p: p["solver"] == "cg")}
 
@@ -78,7 +79,6 @@ class _RBBase(KernelscaleEstimator):
 
     def _validate_params_rb(self) -> str:
         """One-line errors for bad hyper-parameters; returns the resolved device."""
-        check_rb_kernel(self.kernel)
         self._validate_params()
         if self.loss not in self._allowed_losses:
             raise ValueError(f"unknown loss {self.loss!r} for {type(self).__name__}; choose one of "
@@ -171,11 +171,11 @@ class _RBBase(KernelscaleEstimator):
         return np.asarray(W)
 
     def _decision(self, X):
-        """Raw outputs Z(x) coef_ + intercept_, (n, C) (bins unseen in training contribute 0)."""
+        """Raw outputs Z(x) coef_, (n, C) (bins unseen in training contribute 0)."""
         check_is_fitted(self, "coef_")
         X = check_X(self, reject_sparse(X), reset=False)
         Z = self.features_.transform(X, chunk_rows=self._chunk_rows())
-        F = Z @ self.coef_ + self.intercept_
+        F = Z @ self.coef_
         return F.reshape(F.shape[0], -1)
 
     def __sklearn_tags__(self):
@@ -190,8 +190,8 @@ class RBRegressor(RegressorTargets, RegressorMixin, _RBBase):
     ridge by conjugate gradients (``solver="cg"``, §3.1) or L1-regularised square loss by
     parallel coordinate descent (``solver="cd"``, §4, Algorithm 2). Multi-output y allowed.
 
-    The targets are centred first (``intercept_`` = their mean): both regularisers would
-    otherwise shrink the mean towards 0.
+    The targets are centred first (``y_offset_`` = their mean, ``estimators._targets``): both
+    regularisers would otherwise shrink the mean towards 0.
 
     Parameters
     ----------
@@ -257,8 +257,8 @@ class RBRegressor(RegressorTargets, RegressorMixin, _RBBase):
     ----------
     coef_ : ndarray of shape (D,) or (D, C)
         Coefficients over the D = ``n_features_out_`` RB features (on the host).
-    intercept_ : float or ndarray of shape (C,)
-        The training targets' mean.
+    y_offset_ : ndarray of shape (C,)
+        The training targets' mean, added to every prediction.
     features_ : kernels.random_binning.RandomBinning
         The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
         feature at predict time).
@@ -308,16 +308,16 @@ class RBRegressor(RegressorTargets, RegressorMixin, _RBBase):
         device = self._validate_params_rb()
         X, Y = self._fit_targets(X, y)
         Z = self._fit_features(X, Y)
-        self.intercept_ = Y.mean(axis=0)
-        W = self._solve(Z, Y - self.intercept_, device)
-        if self._y_1d:
-            W, self.intercept_ = W[:, 0], float(self.intercept_[0])
-        self.coef_ = W
+        W = self._solve(Z, Y, device)
+        self.coef_ = W[:, 0] if self._y_1d else W
         return self
 
     def __setstate__(self, state):
-        # models pickled before the targets mixins: 1-D targets gave a 1-D coef_
+        # models pickled before the targets mixins: 1-D targets gave a 1-D coef_; before the
+        # shared offset: the mean was ``intercept_``
         state.setdefault("_y_1d", np.ndim(state.get("coef_")) == 1)
+        if "intercept_" in state:
+            state["y_offset_"] = np.atleast_1d(state.pop("intercept_"))
         super().__setstate__(state)
 
 
@@ -397,8 +397,6 @@ class RBClassifier(ClassifierTargets, ClassifierMixin, _RBBase):
         The class labels.
     coef_ : ndarray of shape (D,) or (D, C)
         Coefficients over the D = ``n_features_out_`` RB features (on the host).
-    intercept_ : float
-        0.0 (the features hold a constant).
     features_ : kernels.random_binning.RandomBinning
         The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
         feature at predict time).
@@ -453,7 +451,6 @@ class RBClassifier(ClassifierTargets, ClassifierMixin, _RBBase):
         Z = self._fit_features(X, Y)
         W = self._solve(Z, Y, device)
         self.coef_ = W[:, 0] if W.shape[1] == 1 else W
-        self.intercept_ = 0.0
         return self
 
     def _has_proba(self):

@@ -292,6 +292,9 @@ class RFFSGDRegressor(RegressorTargets, RegressorMixin, _RFFSGDBase):
         Iterations so far.
     history_ : dict
         Per-iteration records: iter, time, objective (batch loss), step.
+    y_offset_ : ndarray of shape (n_outputs,)
+        The training mean of y: f is fitted to y - y_offset_ and every prediction adds it
+        back (``estimators._targets``).
     n_features_in_ : int
 
     Examples
@@ -309,7 +312,7 @@ class RFFSGDRegressor(RegressorTargets, RegressorMixin, _RFFSGDBase):
         return self.loss or "square"
 
     def _encode(self, y):
-        return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        return self._targets(y, fresh=False)  # centred as the fit's (``estimators._targets``)
 
     def fit(self, X, y):
         """Fit the model on (X, y) (continued with ``warm_start``).

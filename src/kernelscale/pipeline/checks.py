@@ -107,6 +107,36 @@ def size_errors(where: str, estimator: str, params: dict, n_train: int | None = 
     return out
 
 
+# algorithms that read on-disk X in windows sized by ``engine.memory_budget``, and the parameter
+# that is the width of their batch's feature matrix (``budget.plan_window``'s block_size)
+WINDOWED = {"dsg": "block_size", "udsg": "block_size", "cdsg": "block_size",
+            "rff_sgd": "n_components", "rff_svrg": "n_components", "eigenpro_rf": "n_components"}
+
+
+def budget_errors(where: str, estimator: str, params: dict, d: int | None = None) -> list[str]:
+    """The problem when ``engine.memory_budget`` cannot hold one batch: ``budget.plan_window``,
+    the check ``fit`` makes on the prepared (float32, on-disk) X, here before any job. Sizes
+    not known before prepare (``d`` when the config does not state it, an "auto" batch or block
+    size) count as 1, so the need is a lower bound and the check refuses only a sure failure."""
+    from ..budget import plan_window
+    from . import registry
+
+    engine = params.get("engine")
+    budget = engine.get("memory_budget") if isinstance(engine, dict) else None
+    if estimator not in WINDOWED or budget is None:
+        return []
+    cls = registry.estimator_class(estimator, next(iter(registry.ALGORITHMS[estimator])))
+    p = {**cls().get_params(), **params}
+    batch, width = (p[k] if _is_int(p[k]) else 1 for k in ("batch_size", WINDOWED[estimator]))
+    dtype = engine.get("dtype") if engine.get("dtype") not in (None, "auto") else cls._auto_dtype
+    try:
+        plan_window(budget, d or 1, "float32", batch, width, model_dtype=dtype)
+    except ValueError as e:
+        return [f"{where}.params.engine.memory_budget: {e}"
+                + ("" if d else " (d counted as 1: the data's width is known only after prepare)")]
+    return []
+
+
 def spec_errors(where: str, spec, n_train: int | None = None, d: int | None = None,
                 limit_bytes: int | None = None, kinds=None) -> list[str]:
     """Problems of one algorithm entry (``where`` is its key path, e.g. ``algorithms.dsg`` or
@@ -149,6 +179,7 @@ def spec_errors(where: str, spec, n_train: int | None = None, d: int | None = No
     params = {k: _as_int(v) for k, v in params.items()}
     if not errors:
         errors += size_errors(where, est, params, n_train, d, limit_bytes, segments)
+        errors += budget_errors(where, est, params, d)
     return errors
 
 
@@ -238,8 +269,9 @@ def config_errors(config: dict) -> list[str]:
             for name in exp.get("datasets", []):
                 gen = (datasets.get(name) or {}).get("generator") if isinstance(
                     datasets.get(name), dict) else None
-                if isinstance(gen, dict):
-                    n, dd = gen.get("n_samples"), gen.get("n_features")
+                if isinstance(gen, dict):  # d: the columns left after a PCA in prepare
+                    pca = (datasets[name].get("preprocess") or {}).get("pca") or {}
+                    n, dd = gen.get("n_samples"), pca.get("n_components", gen.get("n_features"))
                     old = largest.get(a, (None, None))
                     largest[a] = (max(n or 0, old[0] or 0) or None, max(dd or 0, old[1] or 0) or None)
     errors = []

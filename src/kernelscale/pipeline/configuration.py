@@ -163,7 +163,7 @@ def semantic_errors(config: dict) -> list[str]:
                     errors.append(f"{config_file_of(('experiments', i))}: "
                                   f"experiments.{i}: algorithm {a!r} does not do "
                                   f"{task} (dataset {d!r})")
-    errors += missing_file_errors(config)
+    errors += missing_file_errors(config) + tracking_errors(config)
     from .checks import config_errors  # parameter values and sizes (n_iter: 0, block_size: 1e8)
 
     errors += config_errors(config)
@@ -214,6 +214,26 @@ def check(config: dict) -> None:
 
 def tracking(config: dict) -> dict:
     return {**DEFAULT_TRACKING, **(config.get("tracking") or {})}
+
+
+def tracking_errors(config: dict) -> list[str]:
+    """One line when ``tracking.uri`` is a database (MLflow's SQLAlchemy stores) whose driver
+    module is not installed here (``postgresql://`` needs psycopg2): MLflow would find it only
+    when the first run is imported, after prepare and training."""
+    uri = str(tracking(config)["uri"])
+    scheme = uri.split("://", 1)[0] if "://" in uri else ""
+    if scheme.split("+")[0] not in ("postgresql", "mysql", "mssql"):
+        return []
+    from sqlalchemy.engine.url import make_url
+    from sqlalchemy.exc import NoSuchModuleError
+
+    try:
+        make_url(uri).get_dialect().import_dbapi()
+    except (ImportError, NoSuchModuleError) as e:
+        what = f"the driver module {e.name!r}" if isinstance(e, ImportError) else "a driver"
+        return [f"{config_file_of(('tracking', 'uri'))}: tracking.uri: scheme {scheme!r} needs "
+                f"{what}, which is not installed here; install it or use a sqlite:/// URI"]
+    return []
 
 
 def skip_missing_datasets(config: dict) -> list[str]:

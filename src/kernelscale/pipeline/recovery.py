@@ -167,6 +167,22 @@ def clear_stale_locks(workdir=".") -> str | None:
     return line
 
 
+def held_lock_line(workdir=".") -> str | None:
+    """One line when Snakemake's lock in ``workdir`` is held by another snakemake process still
+    working there (a second ``make run`` beside a running one; the Makefile asks before starting
+    snakemake, whose LockException is five lines). A lock whose owner is gone is none of this:
+    the Snakefile removes it (``clear_stale_locks``)."""
+    from pathlib import Path
+
+    locks = Path(workdir) / ".snakemake" / "locks"
+    others = _snakemake_pids(workdir) if locks.is_dir() and any(locks.glob("*.lock")) else None
+    if not others:
+        return None
+    return (f"kernelscale: another snakemake (pid {', '.join(map(str, others))}) runs in "
+            f"{Path(workdir).resolve()} and holds its lock: wait for it or stop it; if it is no "
+            "run of this workflow, clear the lock with `.venv/bin/snakemake --unlock`")
+
+
 def _job_config_key(rule: str, log: str):
     """The config entry behind a failed job, from its log path (see the rules' ``log:``)."""
     import re
@@ -178,6 +194,24 @@ def _job_config_key(rule: str, log: str):
     if rule in ("prepare", "download") and m:
         return ("datasets", m.group(1)), m.group(1)
     return None, None
+
+
+def _killed_by(text: str) -> str | None:
+    """The signal that ended a job's command, from Snakemake's report of it in ``text``: "died
+    with <Signals.SIGKILL: 9>", or a shell's exit status 128 + signal number."""
+    import re
+    import signal
+
+    found = re.findall(r"died with <Signals\.(\w+)|non-zero exit status (\d+)", text)
+    if not found:
+        return None
+    name, status = found[-1]
+    if name or int(status) <= 128:
+        return name or None
+    try:
+        return signal.Signals(int(status) - 128).name
+    except ValueError:
+        return None
 
 
 def failed_job_lines(snakemake_logs) -> list[str]:
@@ -197,7 +231,7 @@ def failed_job_lines(snakemake_logs) -> list[str]:
             text += Path(path).read_text(errors="replace")
         except OSError:
             continue
-    lines = []
+    lines, before = [], 0
     for m in re.finditer(r"Error in rule (\S+?):.*?\n\s+log: (\S+)", text, re.S):
         rule, log = m.group(1), m.group(2)
         try:
@@ -206,6 +240,11 @@ def failed_job_lines(snakemake_logs) -> list[str]:
             body = []
         errors = [ln for ln in body if ": error:" in ln]
         last = (errors or body or ["(empty log)"])[-1].strip()
+        killed = None if errors else _killed_by(text[before:m.start()])
+        if killed:  # its log ends with a progress line, which says nothing of why it stopped
+            last = f"killed by {killed}" + (" (out of memory, or kill -9)"
+                                            if killed == "SIGKILL" else "")
+        before = m.end()
         key, what = _job_config_key(rule, log)
         where = (f" ({what}; config {'.'.join(key)} in {config_file_of(key)})" if key else "")
         line = f"failed: rule {rule}{where}: {last} [log: {log}]"

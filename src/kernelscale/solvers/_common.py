@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+import warnings
 from types import ModuleType
 
 import numpy as np
@@ -62,6 +63,50 @@ class DeviceState:
         self.xp = np
 
 
+class TailAverage:
+    """Mixin: the mean of the last iterates of a stochastic method, the suffix average of
+    Rakhlin, Shamir & Sridharan, "Making gradient descent optimal for strongly convex stochastic
+    optimization", ICML 2012 (the mean of the last alpha T of T iterates), with alpha between 1/2
+    and 3/4. After step t, 2^k <= t < 2^(k+1), the mean is over the iterates of steps
+    2^(k-1) .. t: two running sums, of the steps before 2^k and of those from 2^k on, which move
+    on at every power of two. So early iterates leave the mean, the memory is two arrays of the
+    iterate's size, and a run cut into warm-started segments averages what one run does.
+
+    The solver sets ``sum_before`` and ``sum_since`` to zero arrays of the iterate's shape (left
+    None: no averaging) and names them in ``_arrays``; its step calls ``_average_in`` with the
+    new iterate before ``t`` advances (or keeps its sums itself, turned over where
+    ``_tail_turns`` says)."""
+
+    # (class defaults: solvers pickled before averaging predict from the last iterate)
+    sum_before = sum_since = None
+    n_before = n_since = 0
+
+    def _tail_turns(self) -> bool:
+        """Count the iterate of step s = t + 1 into the tail; True where s is a power of two:
+        the iterates since the last one become those before, the older ones leave, and the
+        caller turns its sums over."""
+        s = self.t + 1
+        turns = s & (s - 1) == 0
+        if turns:
+            self.n_before, self.n_since = self.n_since, 0
+        self.n_since += 1
+        return turns
+
+    def _average_in(self, iterate) -> None:
+        """Add the iterate of step s = t + 1 to the tail sums."""
+        if self.sum_since is None:
+            return
+        if self._tail_turns():
+            self.sum_before, self.sum_since = self.sum_since, self.sum_before
+            self.sum_since *= 0
+        self.sum_since += iterate
+
+    @property
+    def n_averaged(self) -> int:
+        """Iterates in the tail mean (0: the model is the last iterate)."""
+        return self.n_before + self.n_since if self.sum_since is not None else 0
+
+
 def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
     """The whole of X on namespace ``xp``, read in row chunks; on-disk rows are checked for NaN/inf
     here (in-memory arrays were checked by the estimator's validation)."""
@@ -104,6 +149,9 @@ OVERSHOOT = 2.0
 WORSE_THAN_ZERO = 2.0
 WATCH_AFTER = 20  # iterations before the smoothed objective is judged (its average needs a few)
 WATCH_DECAY = 0.9
+# At the end of a run, the smoothed objective above that of f = 0 by more than NOISE_SE standard
+# errors of the smoothed difference stops it; less is a model no better than f = 0 (a warning).
+NOISE_SE = 3.0
 
 
 class Progress:
@@ -164,12 +212,14 @@ class DivergenceWatch:
       R^2 = -48 with a flat batch objective);
     * ``smoothed``: the averaged batch objective, after ``WATCH_AFTER`` iterations, is above
       ``WORSE_THAN_ZERO`` times the average objective of f = 0 (the solver's
-      ``zero_objective``, set by its step), and at the end of a run (``end``) above it at all:
-      f = 0 is feasible and every working step lowers the objective below it, so such a model is
-      never a result, only a step rule that failed.
+      ``zero_objective``, set by its step), and at the end of a run (``end``) above it by more
+      than ``NOISE_SE`` standard errors of the smoothed difference: f = 0 is feasible and a
+      working step lowers the objective below it wherever y holds a signal it can learn, so such
+      a model is only a step rule that failed. Above it within that noise is a model no better
+      than f = 0, the right result where y holds no such signal: a ConvergenceWarning, no error.
 
-    The state (``obj_start``, ``obj_avg``, ``zero_avg``) is kept on the solver, so a
-    warm-started segment watches the same reference."""
+    The state (``obj_start``, ``obj_avg``, ``zero_avg``, ``diff_sq_avg``) is kept on the solver,
+    so a warm-started segment watches the same reference."""
 
     def __init__(self, name: str, hint: str, smoothed: bool = False):
         self.name, self.hint, self.smoothed = name, hint, smoothed
@@ -190,6 +240,7 @@ class DivergenceWatch:
                     WATCH_DECAY * old + (1 - WATCH_DECAY) * new)
                 solver.obj_avg = avg(getattr(solver, "obj_avg", None), obj)
                 solver.zero_avg = avg(getattr(solver, "zero_avg", None), zero)
+                solver.diff_sq_avg = avg(getattr(solver, "diff_sq_avg", None), (obj - zero) ** 2)
             worse = (start is not None and t > WATCH_AFTER and solver.zero_avg > 1e-8
                      and solver.obj_avg > WORSE_THAN_ZERO * solver.zero_avg)
         grows = getattr(solver, "watch_growth", True) and start is not None
@@ -206,12 +257,25 @@ class DivergenceWatch:
                              f"to {after:.3g} on the points it learned from")
 
     def end(self, solver) -> None:
-        """At the end of a run: the smoothed objective above that of f = 0 stops it."""
+        """At the end of a run: the smoothed objective above that of f = 0 by more than its noise
+        stops it; within the noise, a ConvergenceWarning. The noise: the standard error of the
+        exponential average of d = objective - objective of f = 0 over roughly independent
+        batches, sqrt(Var d (1 - WATCH_DECAY) / (1 + WATCH_DECAY))."""
         zero_avg, obj_avg = getattr(solver, "zero_avg", None), getattr(solver, "obj_avg", None)
-        if (self.smoothed and solver.t > WATCH_AFTER and zero_avg and zero_avg > 1e-8
+        if not (self.smoothed and solver.t > WATCH_AFTER and zero_avg and zero_avg > 1e-8
                 and obj_avg is not None and obj_avg > zero_avg):
+            return
+        excess = obj_avg - zero_avg
+        var = max(getattr(solver, "diff_sq_avg", 0.0) - excess**2, 0.0)
+        if excess > NOISE_SE * math.sqrt(var * (1 - WATCH_DECAY) / (1 + WATCH_DECAY)):
             raise self._stop(f"diverged or learned nothing by iteration {solver.t}",
                              self._average(solver))
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.warn(f"{self.name} learned nothing better than f = 0 by iteration {solver.t} "
+                      f"({self._average(solver)}, within its noise): right where y holds no "
+                      f"signal these settings can learn; else {self.hint}", ConvergenceWarning,
+                      stacklevel=2)
 
     @staticmethod
     def _average(solver) -> str:

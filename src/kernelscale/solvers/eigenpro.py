@@ -20,7 +20,7 @@ from ..preconditioners import (
     step_size,
     subsample_indices,
 )
-from ._common import DeviceState, kernel_apply, take_rows
+from ._common import DeviceState, TailAverage, kernel_apply, take_rows
 
 # Rows (besides the subsample) on which beta = max ||P^{1/2} phi(x)||^2 is measured.
 PROBE_ROWS = 2000
@@ -132,7 +132,7 @@ class KernelEigenPro(_StepMixin, DeviceState):
         return kernel_apply(self.kernel, A, self.X, self.alpha, self.xp)
 
 
-class RFFEigenPro(_StepMixin, DeviceState):
+class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
     """EigenPro on random Fourier features (paper 004, Algorithm EigenPro with phi = RFF):
     a linear model w (D x C) on phi(x) from ``FourierBlocks`` (one block of D features), updated by
         g = Phi_B^T (Phi_B w - Y_B) / m,   w -= eta P g,
@@ -145,17 +145,11 @@ class RFFEigenPro(_StepMixin, DeviceState):
     features the model cannot interpolate, so EigenPro's constant step (chosen for the
     interpolating case) leaves the last iterate in a noise ball around the least-squares fit on
     the features; the mean of the iterates converges to it
-    (``benchmarks/results/eigenpro-rf-averaging.md``). After step t, 2^k <= t < 2^(k+1), the
-    mean is over steps 2^(k-1) .. t: two running sums, the steps before 2^k and those from 2^k
-    on, which move on at every power of two. So early iterates leave the mean, the memory is
-    two more D x C arrays, and a run cut into warm-started segments averages what one run does.
+    (``benchmarks/results/eigenpro-rf-averaging.md``). The tail is ``TailAverage``'s.
     """
 
     _arrays = ("w", "sum_before", "sum_since")
     _children = ("precond",)
-    # (class defaults: solvers pickled before averaging predict from the last iterate)
-    sum_before = sum_since = None
-    n_before = n_since = 0
 
     def __init__(self, blocks, X, n_outputs: int, *, n_eigenvectors: int, tau: float,
                  subsample_size: int, batch_size, eta, seed: int, xp: ModuleType,
@@ -196,26 +190,8 @@ class RFFEigenPro(_StepMixin, DeviceState):
         m = r.shape[0]
         g = Phi.T @ r / m
         self.w -= self._batch_eta(m) * self.precond.apply(g)
-        self._average_in()
+        self._average_in(self.w)
         return {"objective": float((r * r).mean())}
-
-    def _average_in(self) -> None:
-        """Add the new iterate, that of step s = t + 1, to the tail sums; at a power of two s
-        the sum since the last one becomes the sum before, and the older iterates leave."""
-        if self.sum_since is None:
-            return
-        s = self.t + 1
-        if s & (s - 1) == 0:
-            self.sum_before, self.sum_since = self.sum_since, self.sum_before
-            self.sum_since *= 0
-            self.n_before, self.n_since = self.n_since, 0
-        self.sum_since += self.w
-        self.n_since += 1
-
-    @property
-    def n_averaged(self) -> int:
-        """Iterates in the tail mean (0: the model is the last iterate)."""
-        return self.n_before + self.n_since if self.sum_since is not None else 0
 
     @property
     def w_model(self):
@@ -232,7 +208,7 @@ class RFFEigenPro(_StepMixin, DeviceState):
         G, sq_sum, m, _ = rows.gradient(self.w, None)
         g = self.xp.asarray(G) / m
         self.w -= self._batch_eta(m) * self.precond.apply(g)
-        self._average_in()
+        self._average_in(self.w)
         return {"objective": float(sq_sum / (m * int(self.w.shape[1])))}
 
     def decision(self, A):

@@ -8,6 +8,9 @@ checks (NaN, labels) can name the exact row in their one-line error.
 
 from __future__ import annotations
 
+import lzma
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +28,21 @@ __all__ = ["Block", "open_binary", "read_file", "read_csv", "read_idx", "read_li
 def read_file(fmt: str, path: Path, *, block_rows: int, labels_path: Path | None = None,
               archive: str | None = None, n_features: int | None = None,
               zero_based: bool = False, csv_options: dict | None = None) -> Iterator[Block]:
-    """Blocks of (X float32, y float64) rows from ``path`` in format ``fmt``."""
+    """Blocks of (X float32, y float64) rows from ``path`` in format ``fmt``; a compressed file
+    that ends early or is damaged (an incomplete download) is a one-line error naming it."""
+    blocks = _blocks(fmt, path, block_rows, labels_path, archive, n_features, zero_based,
+                     csv_options)
+    try:
+        yield from blocks
+    except (EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, OSError) as e:
+        if isinstance(e, OSError) and e.errno is not None:
+            raise  # the file system's error, not the data's (a decoder's OSError has no errno)
+        files = f"{path}" + (f" or {labels_path}" if labels_path else "")
+        raise DataError(f"{files}: compressed data truncated or damaged ({e}); delete the file "
+                        "(an incomplete download?) and run again") from None
+
+
+def _blocks(fmt, path, block_rows, labels_path, archive, n_features, zero_based, csv_options):
     if fmt == "libsvm":
         return read_libsvm(path, block_rows=block_rows, archive=archive,
                            n_features=n_features, zero_based=zero_based)

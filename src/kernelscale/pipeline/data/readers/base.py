@@ -40,6 +40,20 @@ class Block:
         return DataError(f"{self.origin}: row {self.first_row + offset + 1}: {what}")
 
 
+def float32_features(values: np.ndarray, origin: str, first_row: int) -> np.ndarray:
+    """Rows of features ``values`` as float32; a one-line DataError naming the first row and
+    feature whose finite value float32 cannot hold (it would be stored as inf)."""
+    with np.errstate(over="ignore"):
+        X = np.asarray(values).astype(np.float32)
+    over = np.isinf(X)
+    if over.any() and (over & np.isfinite(values)).any():
+        row, col = np.argwhere(over & np.isfinite(values))[0]
+        raise DataError(f"{origin}: row {first_row + row + 1}: feature {col + 1} is "
+                        f"{values[row, col]:g}, too large for float32 (at most "
+                        f"{np.finfo(np.float32).max:.4g}); rescale it")
+    return X
+
+
 def archive_of(path: Path, archive: str | None) -> str:
     """The compression of ``path``: the given value, else guessed from the file suffix."""
     if archive:

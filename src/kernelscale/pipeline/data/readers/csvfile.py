@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
-from .base import Block, open_binary
+from .base import Block, float32_features, open_binary
 
 
 def read_csv(path: Path, *, block_rows: int, archive: str | None = None,
@@ -29,7 +29,8 @@ def read_csv(path: Path, *, block_rows: int, archive: str | None = None,
             chunks = pd.read_csv(stream, sep=delimiter, header=0 if header else None,
                                  chunksize=block_rows, skip_blank_lines=True)
             for chunk in chunks:
-                yield _block(chunk, path.name, first_row, label_column, header)
+                yield _block(chunk, path.name, first_row, label_column, header,
+                             lambda row: _fields(path, archive, row, header, delimiter))
                 first_row += len(chunk)
         except pd.errors.EmptyDataError:
             pass
@@ -39,7 +40,17 @@ def read_csv(path: Path, *, block_rows: int, archive: str | None = None,
         raise DataError(f"{path.name}: no data rows")
 
 
-def _block(chunk, name: str, first_row: int, label_column, header: bool) -> Block:
+def _fields(path: Path, archive: str | None, row: int, header: bool, delimiter: str) -> int:
+    """The number of fields of data row ``row`` (0-based, blank lines skipped as pandas does)
+    as written in the file: pandas pads a short row with NaN, as it reads an empty field."""
+    with open_binary(path, archive) as stream:
+        lines = (ln for ln in stream if ln.strip())
+        for _ in range(row + int(header)):
+            next(lines)
+        return len(next(lines).split(delimiter.encode()))
+
+
+def _block(chunk, name: str, first_row: int, label_column, header: bool, fields) -> Block:
     import pandas as pd
 
     columns = list(chunk.columns)
@@ -60,7 +71,14 @@ def _block(chunk, name: str, first_row: int, label_column, header: bool) -> Bloc
         value = chunk.iat[row, col]
         raise DataError(f"{name}: row {first_row + row + 1}: column {col + 1}: {value!r} is "
                         "not a number")
+    padded = numeric.iloc[:, -1].isna().to_numpy()
+    if padded.any():  # an empty last field, or a row with fewer fields than the others
+        row = int(np.argmax(padded))
+        n = fields(first_row + row)
+        if n < len(columns):
+            raise DataError(f"{name}: row {first_row + row + 1} has {n} fields where "
+                            f"{len(columns)} are expected")
     values = numeric.to_numpy(dtype=np.float64)
     y = values[:, label_index]
-    X = np.delete(values, label_index, axis=1).astype(np.float32)
+    X = float32_features(np.delete(values, label_index, axis=1), name, first_row)
     return Block(X, y, first_row, name)

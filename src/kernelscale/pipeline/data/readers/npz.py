@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
-from .base import Block, read_exactly
+from .base import Block, float32_features, read_exactly
 
 
 def _open_member(archive: zipfile.ZipFile, key: str, name: str):
@@ -60,4 +60,5 @@ def read_npz(path: Path, *, block_rows: int) -> Iterator[Block]:
                 X = np.frombuffer(read_exactly(xs, rows * width * x_type.itemsize),
                                   dtype=x_type).reshape(rows, width)
                 y = np.frombuffer(read_exactly(ys, rows * y_type.itemsize), dtype=y_type)
-                yield Block(X.astype(np.float32), y.astype(np.float64), start, path.name)
+                yield Block(float32_features(X, path.name, start), y.astype(np.float64), start,
+                            path.name)
