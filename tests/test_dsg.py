@@ -76,20 +76,52 @@ def test_eigenpro_step_reaches_kernel_ridge_faster_than_the_plain_step():
         X[:300], y[:300]).precondition_ is False
 
 
-def test_eigenpro_flattens_no_eigenvalue_below_nu_over_forget_share():
-    """A step of gamma shrinks f by gamma nu, so EigenPro flattens only down to
-    lambda_{q+1} >= nu / FORGET_SHARE: at a large nu nothing (the plain step), at a small one
-    some directions, all above the floor."""
-    from kernelscale.solvers.dsg import FORGET_SHARE
+def test_eigenpro_flattens_nothing_when_nu_is_large():
+    """The fixed-point guard: eigenvalues below nu / EIGENPRO_BIAS are not flattened, so at a
+    large nu the preconditioner is the identity and the step is the plain one."""
+    from kernelscale.solvers.dsg import EIGENPRO_BIAS
 
     X, y = _regression(n=600)
-    for reg, flattened in ((1.0, False), (1e-6, True)):
-        m = DSGRegressor(bandwidth=2.0, reg=reg, batch_size=128, block_size=64, n_iter=3,
-                         precondition="eigenpro", random_state=0).fit(X, y)
-        m.solver_.X_S, m.solver_.kernel_pre = X[:600], None
-        P = m.solver_._eigenpro(128)
-        assert (P.k > 0) is flattened and (P.U is not None) is flattened
-        assert P.k == 0 or P.lam_next >= reg / FORGET_SHARE
+    m = DSGRegressor(bandwidth=2.0, reg=1.0, batch_size=128, block_size=64, n_iter=3,
+                     precondition="eigenpro", random_state=0).fit(X, y)
+    m.solver_.X_S = X[:600]
+    P = m.solver_._eigenpro(0, 128)
+    assert P.k == 0 and P.E is None
+    assert m.reg_ / EIGENPRO_BIAS > P.lam_top
+    m2 = DSGRegressor(bandwidth=2.0, reg=1e-6, batch_size=128, block_size=64, n_iter=3,
+                      precondition="eigenpro", random_state=0).fit(X, y)
+    m2.solver_.X_S = X[:600]
+    assert m2.solver_._eigenpro(0, 128).k > 0
+
+
+def test_eigenpro_step_is_set_by_the_first_batchs_preconditioned_spectrum():
+    """eta0 = B / (beta + (B - 1) lambda + B nu) with lambda the top eigenvalue of
+    P^{1/2} (Phi^T Phi / B) P^{1/2} on the first batch (dense check of the power iteration);
+    on rows outside the subsample it exceeds lambda_{q+1}, so the step obeys
+    eta0 * lambda <= 1 where the subsample's alone would not."""
+    X, y = _regression(n=4000)
+    m = DSGRegressor(bandwidth=2.0, reg=1e-6, batch_size=1024, block_size=256, n_iter=1,
+                     precondition="eigenpro", random_state=0).fit(X, y)
+    s = m.solver_
+    from kernelscale.estimators.dsg import EIGENPRO_SUBSAMPLE
+    from kernelscale.preconditioners import subsample_indices
+
+    s.X_S = X[subsample_indices(len(X), EIGENPRO_SUBSAMPLE, m.seed_)].astype(np.float32)
+    B = m.batch_size_
+    P = s._eigenpro(0, B)
+    rng = np.random.default_rng(5)
+    Z = s.model.blocks.features(X[rng.choice(len(X), B, replace=False)].astype(np.float32), 0)
+    Z = Z.astype(np.float64)
+    # dense: P^{1/2} from P's eigenvectors, then the top eigenvalue of the B-row covariance
+    half = np.eye(Z.shape[1]) - P.E @ np.diag(1 - np.sqrt(1 - P.shrink)) @ P.E.T
+    dense = np.linalg.eigvalsh(half @ (Z.T @ Z / B) @ half)[-1]
+    assert P.top_eigenvalue(Z.astype(np.float32), n_iter=200) == pytest.approx(dense, rel=1e-3)
+    assert dense > 1.5 * P.lam_next  # the flattened directions leak back on other rows
+    # the fitted step: EigenPro's formula with the first batch's lambda (measured there) stays
+    # near or below 1 / lambda on this other batch too (0.76 here); the subsample's
+    # lambda_{q+1} alone gives a step 1.5 times larger (on protein it reached 2.7 / lambda)
+    old = B / (P.beta + (B - 1) * P.lam_next + B * m.reg_)
+    assert s.eta0 * dense < 1.0 and old > 1.3 * s.eta0, (s.eta0 * dense, old * dense)
 
 
 @pytest.fixture(scope="module")

@@ -166,19 +166,17 @@ class RowWorker:
         u = (self.model.decision(self.X) if self.cache is None
              else self.cache.decision(self.model, self.X, ids[lo:hi]))
         g = self.g = self.loss.deriv(u, self.Y)
-        self.u = u
         obj = float(self.loss.value(u, self.Y).sum(dtype=np.float64))
         zero = float(self.loss.value(np.zeros_like(u), self.Y).sum(dtype=np.float64))
         g_sum = g.sum(axis=0, dtype=np.float64)
         g_max = float(abs(g).max()) if self.variant == "cdsg" else 0.0
         return obj, zero, g_sum, g_max, hi - lo
 
-    def block_products(self, k: int, want_cov: bool, u_weight: float = 0.0):
+    def block_products(self, k: int, want_cov: bool):
         if self.X.shape[0] == 0:
             return None, None
         Z = self.Z = self.model.blocks.features(self.X, k)
-        g = self.g - u_weight * self.u if u_weight else self.g
-        return Z.T @ g, (Z.T @ Z if want_cov else None)
+        return Z.T @ self.g, (Z.T @ Z if want_cov else None)
 
     def block_variance(self, k: int) -> float:
         """CDSG's sigma_k^2 on up to 64 of this worker's rows (``DSGSolver._block_variance``)."""
@@ -245,9 +243,9 @@ class SpreadRows:
                 g_sum = p[2].copy() if g_sum is None else g_sum + p[2]
         return obj, zero, g_sum / B, max(p[3] for p in parts)
 
-    def block_products(self, k: int, want_cov: bool, u_weight: float = 0.0):
+    def block_products(self, k: int, want_cov: bool):
         d = self.driver
-        parts = d.gather("block_products", k, want_cov, u_weight)
+        parts = d.gather("block_products", k, want_cov)
         grad = cov = None
         for pg, pc in parts:
             if pg is None:

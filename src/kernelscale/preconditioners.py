@@ -148,7 +148,7 @@ class KernelPreconditioner(DeviceState):
     _arrays = ("U", "d")
 
     def __init__(self, K_S, k: int, tau: float, xp: ModuleType, *, kxx=None, method="auto",
-                 seed: int = 0, batch_size: int | None = None, min_eigenvalue: float = 0.0):
+                 seed: int = 0):
         tau = _check_tau(tau)
         self.xp = xp
         M = int(K_S.shape[0])
@@ -156,11 +156,7 @@ class KernelPreconditioner(DeviceState):
         sigma, U = top_eigh(K_S, k + 1, xp, method=method, seed=seed)
         lam = sigma / M
         kxx = xp.diagonal(K_S) if kxx is None else kxx
-        # a known batch size m lowers the floor to beta0 / m (see ``PrimalPreconditioner``)
-        k = resolvable_k(lam, k, float(kxx.max()), M if batch_size is None
-                         else min(M, int(batch_size)))
-        while k > 0 and float(lam[k]) < min_eigenvalue:  # lambda_{k+1} >= the caller's floor
-            k -= 1
+        k = resolvable_k(lam, k, float(kxx.max()), M)
         self.k = k
         self.tau = tau
         self.lam_top = float(lam[0])
@@ -211,7 +207,7 @@ class PrimalPreconditioner(DeviceState):
     _arrays = ("E", "shrink")
 
     def __init__(self, Phi_S, k: int, tau: float, xp: ModuleType, *, method="auto", seed: int = 0,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, min_eigenvalue: float = 0.0):
         tau = _check_tau(tau)
         self.xp = xp
         M, D = int(Phi_S.shape[0]), int(Phi_S.shape[1])
@@ -230,6 +226,8 @@ class PrimalPreconditioner(DeviceState):
         # flattened direction adds to the step's noise
         k = resolvable_k(lam, k, float(norms.max()), M if batch_size is None
                          else min(M, int(batch_size)))
+        while k > 0 and float(lam[k]) < min_eigenvalue:  # lambda_{k+1} >= the caller's floor
+            k -= 1
         self.k = k
         self.tau = tau
         self.lam_top = float(lam[0])

@@ -405,19 +405,23 @@ class DSGRegressor(RegressorTargets, RegressorMixin, _DSGBase):
     n_new, n_reuse : int, default=1
         G and U of UDSG.
     precondition : "auto", "eigenpro" or bool, default="auto"
-        How each block step is preconditioned. True: by rho (cov(phi_k) + rho I)^-1, a Newton
-        step of the square loss in the block's span (``solvers.dsg.DSGSolver._newton_eta0``).
-        "eigenpro": by the EigenPro preconditioner of the kernel on a fixed subsample of
+        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
+        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
+        by the EigenPro preconditioner of the block's features on a fixed subsample of
         ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
-        flattens only the top of the spectrum. Both precondition the regulariser's gradient too,
-        so every setting minimises the same objective. False: the plain step of paper 003.
+        flattens only the top of the spectrum. False: the plain step of paper 003. Both
+        preconditioned steps precondition the loss gradient but not the shrink 1 - gamma nu, so
+        their fixed point is not the minimiser of the objective above (block Newton: the ridge
+        fit of a block-whitened kernel; "eigenpro": flattened directions shrunk towards
+        lambda_{q+1}); only False minimises it exactly.
         "auto" = True for classification losses, "eigenpro" for regression losses when
         ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
         and the plain step below that. Why: the plain
         step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
-        removes that within each block; EigenPro's milder flattening of the kernel's
-        spectrum suits the square loss. Measured figures are in
+        removes that, but it fits each batch within one block (a different ridge problem),
+        which classification tolerates and the square loss does not; EigenPro's milder
+        flattening moves the square loss's problem less and speeds it up. Measured figures are in
         ``benchmarks/results/``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
@@ -581,19 +585,23 @@ class DSGClassifier(LabelsFromScores, ClassifierMixin, _DSGBase):
     n_new, n_reuse : int, default=1
         G and U of UDSG.
     precondition : "auto", "eigenpro" or bool, default="auto"
-        How each block step is preconditioned. True: by rho (cov(phi_k) + rho I)^-1, a Newton
-        step of the square loss in the block's span (``solvers.dsg.DSGSolver._newton_eta0``).
-        "eigenpro": by the EigenPro preconditioner of the kernel on a fixed subsample of
+        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
+        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
+        by the EigenPro preconditioner of the block's features on a fixed subsample of
         ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
-        flattens only the top of the spectrum. Both precondition the regulariser's gradient too,
-        so every setting minimises the same objective. False: the plain step of paper 003.
+        flattens only the top of the spectrum. False: the plain step of paper 003. Both
+        preconditioned steps precondition the loss gradient but not the shrink 1 - gamma nu, so
+        their fixed point is not the minimiser of the objective above (block Newton: the ridge
+        fit of a block-whitened kernel; "eigenpro": flattened directions shrunk towards
+        lambda_{q+1}); only False minimises it exactly.
         "auto" = True for classification losses, "eigenpro" for regression losses when
         ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
         and the plain step below that. Why: the plain
         step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
-        removes that within each block; EigenPro's milder flattening of the kernel's
-        spectrum suits the square loss. Measured figures are in
+        removes that, but it fits each batch within one block (a different ridge problem),
+        which classification tolerates and the square loss does not; EigenPro's milder
+        flattening moves the square loss's problem less and speeds it up. Measured figures are in
         ``benchmarks/results/``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
@@ -808,19 +816,23 @@ class DSGOneClass(OutlierMixin, _DSGBase):
     n_new, n_reuse : int, default=1
         G and U of UDSG.
     precondition : "auto", "eigenpro" or bool, default="auto"
-        How each block step is preconditioned. True: by rho (cov(phi_k) + rho I)^-1, a Newton
-        step of the square loss in the block's span (``solvers.dsg.DSGSolver._newton_eta0``).
-        "eigenpro": by the EigenPro preconditioner of the kernel on a fixed subsample of
+        How each block step is preconditioned. True: by (cov(phi_k) + (nu + tr cov / B) I)^-1, a
+        Newton step of the square loss in the block's span (the DSG authors' code). "eigenpro":
+        by the EigenPro preconditioner of the block's features on a fixed subsample of
         ``EIGENPRO_SUBSAMPLE`` rows (paper 004; see ``solvers.dsg.DSGSolver._eigenpro``), which
-        flattens only the top of the spectrum. Both precondition the regulariser's gradient too,
-        so every setting minimises the same objective. False: the plain step of paper 003.
+        flattens only the top of the spectrum. False: the plain step of paper 003. Both
+        preconditioned steps precondition the loss gradient but not the shrink 1 - gamma nu, so
+        their fixed point is not the minimiser of the objective above (block Newton: the ridge
+        fit of a block-whitened kernel; "eigenpro": flattened directions shrunk towards
+        lambda_{q+1}); only False minimises it exactly.
         "auto" = True for classification losses, "eigenpro" for regression losses when
         ``batch_size >= EIGENPRO_MIN_BATCH`` (128; smaller batches make its larger step too noisy)
         and the plain step below that. Why: the plain
         step progresses along the kernel's small eigendirections at a rate lambda_i / lambda_1
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
-        removes that within each block; EigenPro's milder flattening of the kernel's
-        spectrum suits the square loss. Measured figures are in
+        removes that, but it fits each batch within one block (a different ridge problem),
+        which classification tolerates and the square loss does not; EigenPro's milder
+        flattening moves the square loss's problem less and speeds it up. Measured figures are in
         ``benchmarks/results/``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
