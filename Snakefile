@@ -106,6 +106,10 @@ include: "workflow/rules/reproduce.smk"
 rule all:
     default_target: True
     input:
+        # the import record: a failed import leaves none (Snakemake deletes a failed job's
+        # outputs), and Snakemake re-makes a missing file only for a job that must run, so the
+        # tables of the last good import would be kept with the new runs left out of them
+        "results/tracking/imported.json",
         "results/tables/summary.csv",
         "results/tables/summary.md",
         "results/tables/wide.csv",

@@ -215,8 +215,10 @@ def _fit_and_score(kind, name, task, data):
     return {"score": score, "fit_s": fit_s, "predict_s": predict_s, "peak_mb": peak_mb, **extra}
 
 
-def run_child(kind, name, task, data, time_cap: float) -> dict:
-    """The fit in a forked child; {"status": "ok", ...} or {"status": "timeout"/"error", ...}."""
+def run_child(kind, name, task, data, time_cap: float, fit=None) -> dict:
+    """The fit in a forked child; {"status": "ok", ...} or {"status": "timeout"/"error", ...}.
+    ``fit(kind, name, task, data)`` -> dict of results does the work (default: a reference's or
+    a registry estimator's fit, ``_fit_and_score``)."""
     import pickle
 
     r, w = os.pipe()
@@ -224,7 +226,7 @@ def run_child(kind, name, task, data, time_cap: float) -> dict:
     if pid == 0:  # child
         os.close(r)
         try:
-            out = {"status": "ok", **_fit_and_score(kind, name, task, data)}
+            out = {"status": "ok", **(fit or _fit_and_score)(kind, name, task, data)}
         except BaseException as e:  # noqa: BLE001 - reported as the row's status
             msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
             out = {"status": "error", "error": f"{type(e).__name__}: {msg}"[:300]}

@@ -1,7 +1,8 @@
 """The workflow through Snakemake's Slurm executor on a one-node Slurm cluster on localhost.
 
-Needs root and Debian's apt (installs slurm-wlm + munge when missing); skipped otherwise, with the
-reason. Writes /etc/slurm/slurm.conf (an existing one is put back afterwards), starts munged,
+Changes the machine, so it runs only when asked: ``make test-slurm`` (or ``KERNELSCALE_TEST_SLURM=1``,
+as CI sets it); otherwise the cluster's tests skip, saying so. Needs root and Debian's apt (installs
+slurm-wlm + munge when missing); skipped otherwise, with the reason. Writes /etc/slurm/slurm.conf (an existing one is put back afterwards), starts munged,
 slurmctld and slurmd in the foreground as child processes and stops them by PID in a finally block.
 """
 
@@ -24,7 +25,13 @@ CONF = Path("/etc/slurm/slurm.conf")
 MARK = "# written by kernelscale tests/test_slurm.py"
 
 
+OPT_IN = "KERNELSCALE_TEST_SLURM"
+
+
 def _why_not() -> str | None:
+    if os.environ.get(OPT_IN) != "1":
+        return (f"installs and starts Slurm (apt-get, /etc/slurm, daemons): run `make test-slurm` "
+                f"or set {OPT_IN}=1")
     if sys.platform != "linux":
         return "Slurm test runs on Linux only"
     if os.geteuid() != 0:

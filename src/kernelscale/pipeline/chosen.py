@@ -15,6 +15,7 @@ import numbers
 # (name in final.json / MLflow, attribute paths on the fitted estimator, first found wins).
 # The families that set each one are noted; a missing attribute is simply not recorded.
 CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("loss", ("loss_.name", "_loss_name()")),   # DSG, RFF, NORMA: the loss a default resolved to
     ("bandwidth", ("bandwidth_",)),              # every kernel estimator
     ("reg", ("reg_",)),                          # all but EigenPro (which has none)
     ("C", ("C_",)),                              # LIBSVM: C = 1 / (n reg)
@@ -47,11 +48,12 @@ CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def _get(obj, path: str):
-    """``obj.a.b`` for ``"a.b"``, or None when any step is missing or raises (a property of a
-    half-fitted estimator must not cost the run its record)."""
+    """``obj.a.b`` for ``"a.b"`` (``obj.a()`` for ``"a()"``), or None when any step is missing or
+    raises (a property of a half-fitted estimator must not cost the run its record)."""
     for name in path.split("."):
         try:
-            obj = getattr(obj, name)
+            obj = getattr(obj, name.removesuffix("()"))
+            obj = obj() if name.endswith("()") else obj
         except Exception:
             return None
     return obj

@@ -189,8 +189,15 @@ def _cmd_track(a) -> None:
             run_records(d)
     _check_reachable(a.uri)
     with _StoreLock(a.uri):
-        records = import_runs(a.uri, a.experiment, a.run_dirs,
-                              parent_name=pipeline_run_name() if a.parent else None)
+        try:
+            records = import_runs(a.uri, a.experiment, a.run_dirs,
+                                  parent_name=pipeline_run_name() if a.parent else None)
+        except Exception as e:  # SQLAlchemy's error carries the database's reason in .orig
+            if getattr(e, "orig", None) is None:
+                raise
+            raise UserError(f"tracking store {a.uri}: {e.orig}; the run folders are kept: "
+                            "import them when it can be written (run the workflow again, or "
+                            "`kernelscale track`)") from None
     counts = {k: sum(r["action"] == k for r in records) for k in ("created", "replaced", "unchanged")}
     print(f"mlflow import into {a.uri} ({a.experiment}): {counts}", flush=True)
     if a.out:
@@ -215,9 +222,14 @@ def _cmd_tables(a) -> None:
         what = "does not exist" if runs is None else "has no runs"
         raise UserError(f"experiment {a.experiment!r} {what} in the tracking store {a.uri}; "
                         "run `kernelscale track` (or the workflow) first")
-    if ids is not None and not runs["run_id"].isin(set(ids)).any():
-        raise UserError(f"none of the runs of {a.runs_from} is in experiment {a.experiment!r} "
-                        f"of the tracking store {a.uri}; run `kernelscale track` again")
+    stored = set(runs["run_id"])
+    missing = [key for rid, key in (ids or {}).items() if rid not in stored]
+    if missing:  # a table without them is not the config's result; the next run imports them
+        Path(a.runs_from).unlink()
+        raise UserError(f"{len(missing)} of {len(ids)} runs of {a.runs_from} are not in "
+                        f"experiment {a.experiment!r} of the tracking store {a.uri} "
+                        f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); "
+                        "removed the record: run the workflow (or `kernelscale track`) again")
     df = write_tables(runs, a.csv, a.md, run_ids=ids, wide_csv_path=a.wide_csv)
     print(f"wrote {a.csv} and {a.md} ({int((~df['algorithm'].map(is_reference)).sum())} runs)",
           flush=True)

@@ -423,7 +423,7 @@ def panel_title(sig: tuple, members: list[dict]) -> str:
     names = ", ".join(dict.fromkeys(r["final"]["algorithm"] for r in members))
     loss = dict(sig[3:]).get("loss")
     setting = ", ".join(x for x in (
-        None if loss is None else f"loss={'default' if loss == 'None' else loss}",
+        None if loss is None else _setting_text(members, "loss", "loss"),  # what None chose
         _setting_text(members, "reg", "reg"), _setting_text(members, "bandwidth", "σ")) if x)
     return f"{names}\n{sig[0]}" + (f" ({setting})" if setting else "")
 

@@ -3,10 +3,12 @@
 ``summary_table`` gives one row per dataset x algorithm x seed: the final test metric (error for
 classification, RMSE for regression, plus accuracy / R²), fit time, predict time (the whole test
 set), the method's peak memory (over the process baseline), model size, and ``at_baseline``
-(the model is no better than the trivial baseline), then per dataset a ``best exact kernel
-(<algorithm>)`` row when an exact-kernel estimator ran (``best_exact_kernel``: the same run the
-plots draw as their dotted reference line) and a ``trivial baseline`` row (majority class / mean
-predictor of the training labels, scored on the test set).
+(the model is no better than the trivial baseline), what the run used where "auto" chose it
+(``bandwidth``, ``reg``, ``n_features``: random features / centres / non-empty bins, and
+``iterations``: solver steps run in all; ``chosen.*`` in MLflow), then per dataset a ``best
+exact kernel (<algorithm>)`` row when an exact-kernel estimator ran (``best_exact_kernel``: the
+same run the plots draw as their dotted reference line) and a ``trivial baseline`` row (majority
+class / mean predictor of the training labels, scored on the test set).
 ``aggregate_table`` gives mean ± std over seeds per dataset x algorithm; ``wide_table`` puts the
 algorithms in rows and, per dataset, error / fit time / predict time / model size in columns.
 
@@ -30,14 +32,16 @@ BASELINE = "trivial baseline"
 EXACT_PREFIX = "best exact kernel"
 COLUMNS = ["dataset", "algorithm", "estimator", "seed", "metric", "value", "at_baseline",
            "test_accuracy", "test_r2", "train_time_s", "predict_time_s", "peak_mem_mb",
-           "model_size_mb", "baseline_value", "n_train", "d", "device", "run_id"]
+           "model_size_mb", "bandwidth", "reg", "n_features", "iterations", "baseline_value",
+           "n_train", "d", "device", "run_id"]
 WIDE_QUANTITIES = (("value", "error"), ("train_time_s", "fit s"), ("predict_time_s", "predict s"),
                    ("model_size_mb", "size MB"))
 
 
-def run_ids_from_import(path) -> list[str]:
-    """MLflow run ids of an import record (``kernelscale track --out``): the config's runs."""
-    return [r["run_id"] for r in json.loads(Path(path).read_text())["runs"]]
+def run_ids_from_import(path) -> dict[str, str]:
+    """MLflow run id -> run-folder key of an import record (``kernelscale track --out``): the
+    config's runs."""
+    return {r["run_id"]: r["key"] for r in json.loads(Path(path).read_text())["runs"]}
 
 
 def best_exact_kernel(results: Iterable[Mapping]) -> Mapping | None:
@@ -105,6 +109,12 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
         "predict_time_s": num("metrics.final.predict_time_s"),
         "peak_mem_mb": num("metrics.final.peak_mem_mb"),
         "model_size_mb": num("metrics.final.model_size_mb"),
+        "bandwidth": num("params.chosen.bandwidth"),
+        "reg": num("params.chosen.reg"),
+        # RFF and Nystrom: n_components; Random Binning: its non-empty bins; DSG: blocks x size
+        "n_features": num("params.chosen.n_components").fillna(num("params.chosen.n_features_out"))
+        .fillna(num("metrics.n_blocks") * num("params.chosen.block_size")).astype("Int64"),
+        "iterations": num("params.chosen.iterations").astype("Int64"),
         "baseline_value": num("metrics.final.baseline_value"),
         "n_train": num("params.n_train", "metrics.final.n_train").astype("Int64"),
         "d": num("params.d", "metrics.final.d").astype("Int64"),
@@ -124,7 +134,8 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
                          "n_train": g["n_train"].iloc[0], "d": g["d"].iloc[0]})
     if rows:
         df = pd.concat([df, pd.DataFrame(rows)], ignore_index=True)
-    df["seed"] = df["seed"].astype("Int64")
+    for c in ("seed", "n_features", "iterations"):  # counts stay integers beside the NA rows
+        df[c] = df[c].astype("Int64")
     df["at_baseline"] = df["at_baseline"].astype(bool)
     # within each dataset: the runs, then the best exact kernel, then the trivial baseline
     df["_ref"] = df["algorithm"].map(lambda a: 2 if a == BASELINE else int(is_reference(a)))
@@ -177,6 +188,7 @@ def wide_table(summary: pd.DataFrame) -> pd.DataFrame:
 def _markdown(df: pd.DataFrame) -> str:
     if len(df) == 0:
         return "_no runs_\n"
+    df = df.astype(object).where(df.notna(), None)  # nan and <NA> as blanks (missingval)
     return df.to_markdown(index=False, floatfmt=".4g", missingval="") + "\n"
 
 
@@ -204,11 +216,14 @@ def _wide_markdown(wide: pd.DataFrame) -> str:
 def write_tables(runs: pd.DataFrame, csv_path, md_path, run_ids=None,
                  wide_csv_path=None) -> pd.DataFrame:
     """Write ``summary.csv`` (long: one row per run + baseline rows), ``summary.md`` (the wide
-    table, then the long one, then the mean over seeds) and, when asked, the wide table as CSV."""
+    table, then the long one, then the mean over seeds) and, when asked, the wide table as CSV.
+    The long table leaves out the columns that no row has a value in."""
     summary = summary_table(runs, run_ids)
     csv_path, md_path = Path(csv_path), Path(md_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(csv_path, index=False)
+    # a column no row has a value in (R² of a classification-only config): left out
+    long = summary.drop(columns=[c for c in summary if summary[c].isna().all() and len(summary)])
+    long.to_csv(csv_path, index=False)
     wide = wide_table(summary)
     if wide_csv_path is not None:
         wide.to_csv(wide_csv_path, index=False)
@@ -226,7 +241,7 @@ def write_tables(runs: pd.DataFrame, csv_path, md_path, run_ids=None,
             + (warn + "\n" if warn else "")
             + "## Algorithms x datasets (mean over seeds)\n\n" + _wide_markdown(wide)
             + "\n## One row per dataset x algorithm x seed\n\n"
-            + _markdown(summary.drop(columns=["run_id"]))
+            + _markdown(long.drop(columns=["run_id"], errors="ignore"))
             + "\n## Mean over seeds\n\n" + _markdown(aggregate_table(summary)))
     md_path.write_text(text)
     return summary

@@ -14,7 +14,9 @@ job imports every finished run folder (``import_runs``). Each MLflow run gets:
 * metrics: per segment (``step`` = segment, with its wall-clock timestamp) the test metrics,
   ``objective``, ``iter`` and ``time_s``; the solver's per-iteration history as ``history.*``
   (``step`` = iteration); ``final.*`` for the final numbers (test metric, fit / predict time, the
-  method's peak memory, model size, trivial baseline). All through ``log_batch``, batched;
+  method's peak memory, model size, trivial baseline); the job's CPU, memory and GPU use
+  (``system_metrics.csv``) as MLflow's system metrics ``system/<name>``, with their steps and
+  timestamps. All through ``log_batch``, batched;
 * the fitted estimator as an MLflow model (``mlflow.sklearn``: ``mlflow.pyfunc.load_model(
   "runs:/<run id>/model")`` predicts with it; loading needs kernelscale installed);
 * the prepared dataset as an input (name, path, digest of its ``meta.json``);
@@ -39,6 +41,8 @@ import hashlib
 import json
 import math
 from pathlib import Path
+
+from .system_metrics import read_rows
 
 KEY_TAG = "kernelscale.run_key"
 HASH_TAG = "kernelscale.content_hash"
@@ -74,6 +78,13 @@ def init_store(uri: str, experiment: str) -> str:
     # MLflow 3's UI opens an experiment on its GenAI view unless the experiment says what it is
     return client.create_experiment(experiment, artifact_location=artifact_root_for(uri),
                                     tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+
+
+def runs_table_url(uri: str, experiment: str, server: str = "http://127.0.0.1:5000") -> str:
+    """The MLflow UI's address of the experiment's runs table (created when missing), under the
+    "Model training" switch: a bare experiment address opens MLflow 3's GenAI pages."""
+    return (f"{server.rstrip('/')}/#/experiments/{init_store(uri, experiment)}/runs"
+            "?workflowType=machine_learning")
 
 
 def run_folder_key(run_dir: Path) -> str:
@@ -283,6 +294,7 @@ def _import_one(client, exp_id: str, run_dir: Path, key: str, digest: str,
     metrics = [Metric(k, v, ts, step) for k, v, ts, step in steps]
     metrics += [Metric(k, v, ts, step)
                 for k, v, ts, step in history_metrics(run_dir, steps, finished_ms)]
+    metrics += [Metric(f"system/{k}", v, ts, step) for k, v, ts, step in read_rows(run_dir)]
     last_step = int(final.get("segments") or 0)
     for k, v in final.items():
         x = _num(v) if not isinstance(v, bool) else None

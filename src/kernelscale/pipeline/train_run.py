@@ -8,6 +8,8 @@ device, segments) on a prepared dataset and writes ``out_dir``:
                     timestamp_ms, objective (when the solver reports one), test metrics
 * ``history.csv``   the estimator's ``history_`` (per-iteration objective etc.), when it has one
 * ``model.pkl``     the fitted estimator (pickle)
+* ``system_metrics.csv`` CPU, memory and (where present) GPU use while fitting and
+                    evaluating, sampled every few seconds (``system_metrics``)
 * ``final.json``    final test metric, train time, predict time (the final evaluation of the whole
                     test set), the method's peak memory, model size, the trivial baseline (see
                     ``trivial_baseline``), device, sizes, and under ``chosen`` what the estimator
@@ -58,6 +60,7 @@ from .. import __version__
 from ..distributed import check_workers_read, client_from_setting, current_client, use_client
 from .chosen import chosen_settings
 from .evaluate import evaluate, primary_metric
+from .system_metrics import SystemSampler
 
 CHECKPOINT = "checkpoint.pkl"
 
@@ -372,38 +375,40 @@ def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
     memory = MethodMemory()
     memory.start()  # after the data is opened and the checkpoint loaded: only fit + predict count
     try:
-        while state["segment"] < segments:
-            if stop_after is not None and done_now >= stop_after:
-                return None
-            t0 = time.perf_counter()
-            est.fit(X, y)
-            state["train_time"] += time.perf_counter() - t0
-            t1 = time.perf_counter()
-            last_segment = state["segment"] + 1 == segments
-            rows = None if last_segment else step_rows
-            scores = evaluate(est, Xt, yt, task, chunk, max_rows=rows)
-            eval_s = time.perf_counter() - t1
-            state["eval_time"] += eval_s
-            if last_segment:  # the whole test set: the method's prediction time
-                state["predict_time"] = eval_s
-            state["peak_mem_mb"] = max(state["peak_mem_mb"], memory.peak())
-            state["segment"] += 1
-            done_now += 1
-            hist = getattr(est, "history_", None)
-            row = {"step": state["segment"], "iter": _last(hist, "iter"),
-                   "time_s": round(state["train_time"], 6), "timestamp_ms": int(time.time() * 1000),
-                   "objective": _last(hist, "objective"),
-                   "test_rows": min(int(Xt.shape[0]), rows or int(Xt.shape[0]))}
-            if _last(hist, "n_blocks") is not None:
-                row["n_blocks"] = _last(hist, "n_blocks")
-            row.update(scores)
-            state["rows"].append(row)
-            state["peak_rss_mb"] = max(state["peak_rss_mb"], peak_rss_mb())
-            _atomic_write_bytes(ckpt, pickle.dumps(state))
-            write_csv(out / "metrics.csv", state["rows"])
-            progress.update(f"step {row['step']}/{segments} iter={row['iter']} "
-                            f"time={row['time_s']:.2f}s objective={row['objective']} "
-                            f"{metric}={scores[metric]:.5g}")
+        with SystemSampler(out):  # CPU, memory, GPU: system_metrics.csv
+            while state["segment"] < segments:
+                if stop_after is not None and done_now >= stop_after:
+                    return None
+                t0 = time.perf_counter()
+                est.fit(X, y)
+                state["train_time"] += time.perf_counter() - t0
+                t1 = time.perf_counter()
+                last_segment = state["segment"] + 1 == segments
+                rows = None if last_segment else step_rows
+                scores = evaluate(est, Xt, yt, task, chunk, max_rows=rows)
+                eval_s = time.perf_counter() - t1
+                state["eval_time"] += eval_s
+                if last_segment:  # the whole test set: the method's prediction time
+                    state["predict_time"] = eval_s
+                state["peak_mem_mb"] = max(state["peak_mem_mb"], memory.peak())
+                state["segment"] += 1
+                done_now += 1
+                hist = getattr(est, "history_", None)
+                row = {"step": state["segment"], "iter": _last(hist, "iter"),
+                       "time_s": round(state["train_time"], 6),
+                       "timestamp_ms": int(time.time() * 1000),
+                       "objective": _last(hist, "objective"),
+                       "test_rows": min(int(Xt.shape[0]), rows or int(Xt.shape[0]))}
+                if _last(hist, "n_blocks") is not None:
+                    row["n_blocks"] = _last(hist, "n_blocks")
+                row.update(scores)
+                state["rows"].append(row)
+                state["peak_rss_mb"] = max(state["peak_rss_mb"], peak_rss_mb())
+                _atomic_write_bytes(ckpt, pickle.dumps(state))
+                write_csv(out / "metrics.csv", state["rows"])
+                progress.update(f"step {row['step']}/{segments} iter={row['iter']} "
+                                f"time={row['time_s']:.2f}s objective={row['objective']} "
+                                f"{metric}={scores[metric]:.5g}")
     finally:
         progress.close()
 
