@@ -11,11 +11,13 @@ CORES  ?= all
 CONFIG ?=
 SNAKEMAKE = $(if $(CONFIG),$(BIN)/python -m kernelscale.pipeline.cli check-config $(CONFIG) >/dev/null && )$(BIN)/snakemake
 CONFIGFILE = $(if $(CONFIG),--configfile $(CONFIG))
-# A second run beside a running one: one line naming the lock's holder (recovery.held_lock_line)
-# instead of Snakemake's five-line LockException. A dry run takes no lock and is not asked.
-UNLOCKED = $(BIN)/python -c "import sys; from kernelscale.pipeline import recovery; sys.exit(recovery.held_lock_line())" &&
+# Before snakemake (the Snakefile acts on no file, so a dry run changes nothing): a second run
+# beside a running one stops in one line naming the lock's holder instead of Snakemake's
+# five-line LockException; else a lock left by a killed snakemake is removed and damaged
+# prepared datasets are set aside, so that prepare re-runs (`make repair` alone; recovery.py).
+REPAIR = $(BIN)/python -m kernelscale.pipeline.cli repair $(or $(CONFIG),config.yaml) &&
 
-.PHONY: run test test-quick test-slurm test-gpu test-gpu-sim lint env lock clean-results dryrun
+.PHONY: run repair test test-quick test-slurm test-gpu test-gpu-sim lint env lock clean-results dryrun
 
 env: $(STAMP)
 
@@ -30,7 +32,10 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(UNLOCKED) $(SNAKEMAKE) --cores $(CORES) $(CONFIGFILE)
+	$(REPAIR) $(SNAKEMAKE) --cores $(CORES) $(CONFIGFILE)
+
+repair: $(STAMP)
+	$(BIN)/python -m kernelscale.pipeline.cli repair $(or $(CONFIG),config.yaml)
 
 # Snakemake report (tables, plots, provenance) in results/report.html, of the last `make run`
 # and, once `make reproduce` has left results/reproduce/verdicts.md, of its figures and verdicts
@@ -39,13 +44,13 @@ run: $(STAMP)
 REPORT_TARGETS = $(if $(wildcard results/reproduce/verdicts.md),$(if $(wildcard results/tables/summary.csv),all) reproduce)
 .PHONY: report
 report: $(STAMP)
-	$(UNLOCKED) $(SNAKEMAKE) $(REPORT_TARGETS) --cores $(CORES) --report results/report.html $(CONFIGFILE)
+	$(REPAIR) $(SNAKEMAKE) $(REPORT_TARGETS) --cores $(CORES) --report results/report.html $(CONFIGFILE)
 
 # Scale benchmark (benchmarks/harness.py) through the pipeline: results/bench/, MLflow.
 .PHONY: bench
 bench: $(STAMP)
 	rm -f results/bench/bench.md
-	$(UNLOCKED) $(SNAKEMAKE) bench --cores $(CORES) $(CONFIGFILE)
+	$(REPAIR) $(SNAKEMAKE) bench --cores $(CORES) $(CONFIGFILE)
 
 # The seed papers' headline claims on ../shared/devdata (benchmarks/reproduce.py, settings in
 # config/reproduce.yaml): results/reproduce/ (figures, verdicts.md), MLflow; `make report` then
@@ -53,7 +58,7 @@ bench: $(STAMP)
 .PHONY: reproduce
 reproduce: $(STAMP)
 	rm -f results/reproduce/verdicts.md
-	$(UNLOCKED) $(SNAKEMAKE) reproduce --cores $(CORES) $(CONFIGFILE)
+	$(REPAIR) $(SNAKEMAKE) reproduce --cores $(CORES) $(CONFIGFILE)
 
 # The peer race (benchmarks/peers.py): kernelscale against Falkon, EigenPro 2, GPyTorch and
 # scikit-learn in its own optional environment, .venv-peers (never `make test`'s): the lock, the

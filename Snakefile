@@ -58,17 +58,9 @@ if workflow.is_main_process:
     if _line:
         sys.exit(_line)
 
-# After `kill -9` of snakemake its lock stays behind and the next run would stop with a
-# LockException: drop it when no snakemake works here (jobs of a rerun then resume from their
-# checkpoints; `rerun-incomplete` is set in profiles/default, which Snakemake reads by itself).
-if workflow.is_main_process:
-    recovery.clear_stale_locks(Path.cwd())
-
-# A prepared dataset with a missing or changed chunk file (checked against its meta.json) is
-# moved aside here, so that its meta.json, prepare's output, is missing: `all` asks for it, so
-# prepare re-runs, and the jobs after it re-run as their input is newer. One line per dataset.
-if workflow.is_main_process:
-    recovery.set_aside_damaged_data(config, Path.cwd())
+# Nothing here moves or deletes a file (`snakemake -n` must not act): a stale lock after
+# `kill -9` and damaged prepared data are repaired by `kernelscale.pipeline.cli repair`, which
+# `make run` runs before snakemake (`make repair` alone; recovery.py).
 
 TRACKING = configuration.tracking(config)
 provenance.job_environment(sys.executable, Path(workflow.basedir) / "src", config.get("dask"))

@@ -38,9 +38,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one thread: CPU time = one-core wall time
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import realdata  # noqa: E402  (the race's data loading, same cache)
+import realdata  # noqa: E402  (the race's data loading, same cache; a sibling module)
 
 VARIANTS = ("dsg", "udsg", "cdsg")
 COLOURS = {"dsg": "#1f77b4", "udsg": "#ff7f0e", "cdsg": "#2ca02c"}

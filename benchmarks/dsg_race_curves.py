@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 ITERATIVE = ("dsg", "udsg", "cdsg", "eigenpro_rf", "rff_sgd")
 

@@ -44,9 +44,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import realdata  # noqa: E402  (data preparation, forked child, peak RSS)
+import realdata  # data preparation, forked child, peak RSS (a sibling module)
 
 REPO = realdata.REPO
 ALIASES = {"fashion-mnist": "dev_fashion_mnist", "kin40k": "dev_kin40k", "protein": "dev_protein"}

@@ -52,10 +52,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one BLAS thread: fit times are one-core times
 
 import numpy as np  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import realdata  # noqa: E402
+import realdata  # noqa: E402  (a sibling module)
 
 REPO = realdata.REPO
 EXPERIMENT = "kernelscale-reproduce"

@@ -77,17 +77,12 @@ def main(argv=None) -> int:
                   f"{r['client_s']:.3f} | {r['step_s']:.3f} | {r['speedup']:.1f}x |")
         return 0
 
+    from dsg_scale import write_zarr
     from threadpoolctl import threadpool_limits
 
     from kernelscale.distributed import client_for, use_client
     from kernelscale.estimators import DSGClassifier
     from kernelscale.pipeline.data.bayes import bayes_params, bayes_rows
-
-    sys_path = Path(__file__).resolve().parent
-    import sys
-
-    sys.path.insert(0, str(sys_path))
-    from dsg_scale import write_zarr
 
     params = bayes_params(args.n + 20_000, n_features=D, noise=0.3)
     Xt, yt = bayes_rows(params, args.n, args.n + 20_000)

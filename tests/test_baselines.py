@@ -16,6 +16,7 @@ from kernelscale import (
     ExactSVMClassifier,
     NORMAClassifier,
     NORMARegressor,
+    NystromRidgeClassifier,
     NystromRidgeRegressor,
     PegasosClassifier,
     RFFSGDClassifier,
@@ -74,8 +75,6 @@ def test_nystrom_with_all_points_equals_exact_krr():
 def test_nystrom_classifier_and_krr_classifier_agree_with_all_points():
     X, y = _disc(200)
     a = ExactKRRClassifier(reg="0.1/n", bandwidth=0.5, engine={"device": "cpu"}).fit(X, y)
-    from kernelscale.estimators.baselines import NystromRidgeClassifier
-
     b = NystromRidgeClassifier(n_components=200, reg="0.1/n", bandwidth=0.5, engine={"device": "cpu"},
                                random_state=0).fit(X, y)
     assert np.allclose(a.decision_function(X), b.decision_function(X), atol=1e-7)
@@ -347,64 +346,3 @@ def test_device_gpu_model_predicts_on_a_host_without_gpu(make):
     np.testing.assert_array_equal(est.predict(X), out)
     with pytest.raises(DeviceError):
         est.fit(X, y)
-
-
-def test_models_pickled_under_the_former_module_still_load():
-    """The baselines had one module, ``estimators.baselines``; a model pickled then names it.
-    It still loads (the module re-exports each class from its own module) and predicts the same."""
-    from sklearn.datasets import make_classification
-
-    from kernelscale.estimators.nystrom import NystromRidgeClassifier
-
-    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
-    est = NystromRidgeClassifier(n_components=20, bandwidth=1.0, reg=1e-3, random_state=0).fit(X, y)
-    old = pickle.dumps(est, protocol=0).replace(b"kernelscale.estimators.nystrom",
-                                               b"kernelscale.estimators.baselines")
-    assert b"kernelscale.estimators.baselines" in old
-    back = pickle.loads(old)
-    assert type(back) is NystromRidgeClassifier
-    assert np.array_equal(back.predict(X), est.predict(X))
-
-
-@pytest.mark.parametrize("cls,old", [("norma.NORMA", "lam"), ("pegasos.KernelPegasos", "lam"),
-                                     ("rff_sgd.RFFSGD", "alpha")])
-def test_solvers_pickled_with_the_former_name_of_nu_load_it_as_reg(cls, old):
-    """nu has one name in the solvers, ``reg``; a solver pickled when it was ``lam`` / ``alpha``
-    loads with its value under ``reg``."""
-    import importlib
-
-    module, name = cls.split(".")
-    solver_cls = getattr(importlib.import_module(f"kernelscale.solvers.{module}"), name)
-    solver = solver_cls.__new__(solver_cls)
-    solver.__setstate__({old: 0.25, "t": 3, "xp": None})
-    assert solver.reg == 0.25 and not hasattr(solver, old) and solver.t == 3
-
-
-def test_models_pickled_before_the_targets_mixins_predict_the_same():
-    """RB and exact-SVM estimators took the shared targets mixins (``estimators._targets``).
-    A model pickled before has no ``_y_1d`` (RB regressor) or ``_coder`` with an SVC fitted on
-    the labels themselves (exact SVM); both still load and predict as they did."""
-    from sklearn.datasets import make_classification
-
-    from kernelscale.estimators.exact import ExactSVMClassifier
-    from kernelscale.estimators.random_binning import RBRegressor
-
-    X, y = _regression(200)
-    rb = RBRegressor(n_components=16, bandwidth=2.0, reg=1e-3, random_state=0).fit(X, y)
-    old = pickle.loads(pickle.dumps(rb))
-    del old.__dict__["_y_1d"]
-    back = pickle.loads(pickle.dumps(old))
-    assert back.predict(X).shape == (200,)
-    assert np.array_equal(back.predict(X), rb.predict(X))
-
-    Xc, yc = make_classification(n_samples=150, n_features=4, n_informative=3, n_redundant=0,
-                                 n_classes=3, random_state=0)
-    labels = np.array(["a", "b", "c"])[yc]
-    svm = ExactSVMClassifier(reg=1e-2, bandwidth=1.0).fit(Xc, labels)
-    assert np.array_equal(svm.svm_.classes_, [0, 1, 2])  # LIBSVM fitted the class indices
-    old = pickle.loads(pickle.dumps(svm))
-    old.svm_ = SVC(C=svm.C_, gamma=svm.svm_.gamma, decision_function_shape="ovr").fit(Xc, labels)
-    del old.__dict__["_coder"]
-    back = pickle.loads(pickle.dumps(old))
-    assert np.array_equal(back.predict(Xc), svm.predict(Xc))
-    assert np.array_equal(back.decision_function(Xc), svm.decision_function(Xc))

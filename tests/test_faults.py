@@ -466,7 +466,7 @@ def test_workers_without_the_data_fail_the_train_job_cleanly(process_cluster, tm
     if folder != "new":  # one of two segments done, then the job was killed
         assert train(data, out, "a", spec, 0, stop_after=1) is None
         kept = {p.name: p.read_bytes() for p in out.iterdir()}
-        assert set(kept) == {"checkpoint.pkl", "metrics.csv"}
+        assert set(kept) == {"checkpoint.pkl", "metrics.csv", "system_metrics.csv"}
     argv = _dask_train(data, out, process_cluster.scheduler.address)
     argv[argv.index("--spec") + 1] = json.dumps(spec)
     with _workers_in(process_cluster, tmp_path / "workers"):

@@ -143,10 +143,10 @@ def test_the_cli_run_as_a_job_exits_non_zero(prepared, tmp_path):
 
 @pytest.mark.slow
 def test_snakemake_re_prepares_a_damaged_dataset_then_trains(tmp_path):
-    """A chunk file of a prepared dataset deleted after a finished run: a plain rerun (what
-    `make run` runs) moves the dataset aside (one line), re-runs prepare and the train job, and
-    ends with the metric of the undamaged run."""
-    from test_workflow_pipeline import make_workdir, smk
+    """A chunk file of a prepared dataset deleted after a finished run: a rerun (what `make run`
+    runs: repair, then snakemake) moves the dataset aside (one line), re-runs prepare and the
+    train job, and ends with the metric of the undamaged run."""
+    from test_workflow_pipeline import make_workdir, repair, smk
 
     config = {
         "datasets": {"tiny_clf": {
@@ -170,7 +170,8 @@ def test_snakemake_re_prepares_a_damaged_dataset_then_trains(tmp_path):
     first_train = train_log.stat().st_mtime_ns
 
     _chunk(data, "X_train", 1).unlink()
-    r = smk(workdir, env, "--cores", "2")
+    r = repair(workdir, env)
+    smk(workdir, env, "--cores", "2")
     lines = [ln for ln in r.stderr.splitlines() if "moved to" in ln]
     assert len(lines) == 1 and "array X_train: chunk file" in lines[0], r.stderr[-3000:]
     assert lines[0].startswith("kernelscale: ") and "prepare runs again" in lines[0]
@@ -182,5 +183,6 @@ def test_snakemake_re_prepares_a_damaged_dataset_then_trains(tmp_path):
     assert again["metric"] == final["metric"] and again["value"] == final["value"]
     assert again["n_train"] == final["n_train"] and again["resumed"] == 0
     # and a third run has nothing to do
+    assert "moved to" not in repair(workdir, env).stderr
     r = smk(workdir, env, "--cores", "2")
-    assert "Nothing to be done" in r.stdout + r.stderr and "moved to" not in r.stderr
+    assert "Nothing to be done" in r.stdout + r.stderr

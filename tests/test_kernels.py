@@ -104,7 +104,7 @@ def test_blocks_are_pure_functions_of_seed_and_index():
 def test_a_range_of_cached_blocks_is_a_contiguous_operand():
     """Any range of cached blocks is served as a contiguous W (column-major): a strided W makes
     cupy's matmul copy it, d m F numbers for m blocks, one block more at every DSG step (the
-    caching allocator kept each copy: +70 GB a pass at d = 784 on an H200, gpu_pool_trace.py)."""
+    caching allocator kept each copy: +70 GB a pass at d = 784 on an H200, docs/benchmarks.md)."""
     k = make_kernel("gaussian", 1.0)
     blocks = FourierBlocks(k, 5, 8, seed=2)
     blocks.params(0, 6)  # cache 6 blocks

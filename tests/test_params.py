@@ -1,6 +1,5 @@
 """One name, one meaning (docs/architecture.md): ``reg`` is the same nu everywhere, ``n_iter`` and
-``n_components`` mean one thing, engine options live in ``engine``, former names fail in one line,
-and one rule table per estimator serves ``fit`` and the pipeline's config check."""
+``n_components`` mean one thing, engine options live in ``engine``, and one rule table per estimator serves ``fit`` and the pipeline's config check."""
 
 import inspect
 import math
@@ -14,7 +13,7 @@ from sklearn.svm import SVC
 
 import kernelscale
 from kernelscale.engine import Engine, engine_context, get_engine, set_engine
-from kernelscale.estimators._params import RENAMED, param_errors, reg_and_ridge, steps
+from kernelscale.estimators._params import param_errors, reg_and_ridge, steps
 
 PUBLIC = [getattr(kernelscale, n) for n in kernelscale.__all__ if n[0].isupper() and n != "Engine"]
 
@@ -27,7 +26,6 @@ def _params(cls):
 def test_every_estimator_speaks_the_shared_names(cls):
     names = _params(cls)
     assert "engine" in names
-    assert not names & set(RENAMED), names & set(RENAMED)
     if cls.__name__.startswith("EigenPro"):
         assert "reg" not in names  # interpolation: no regulariser (documented)
     else:
@@ -36,17 +34,6 @@ def test_every_estimator_speaks_the_shared_names(cls):
     assert set(cls._rules) <= names
     for name, (_, deciders, *_) in cls._used_only.items():
         assert {name, *deciders} <= names, (name, deciders)
-
-
-@pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
-def test_former_names_fail_in_one_line_naming_the_new_one(cls):
-    for old, (new, _) in RENAMED.items():
-        with pytest.raises(TypeError) as e:
-            cls(**{old: 1})
-        msg = str(e.value)
-        assert "\n" not in msg and f"'{old}' is now '{new}'" in msg and cls.__name__ in msg
-    with pytest.raises(ValueError, match="'n_epochs' is now 'n_iter'"):
-        cls().set_params(n_epochs=3)
 
 
 def test_rules_answer_the_same_in_fit_and_in_the_config_check():
@@ -58,8 +45,8 @@ def test_rules_answer_the_same_in_fit_and_in_the_config_check():
         with pytest.raises(ValueError) as e:
             RFFSGDRegressor(**bad).fit(X, y)
         assert str(e.value) == f"{name}={bad[name]!r} {problem.split(' ', 1)[1]}"
-    assert param_errors(RFFSGDRegressor, {"alpha": 1.0}) == [
-        ("alpha", "is now 'reg' (" + RENAMED["alpha"][1] + ")")]
+    [(name, problem)] = param_errors(RFFSGDRegressor, {"alpha": 1.0})
+    assert name == "alpha" and problem.startswith("unknown parameter (known: ")
     assert param_errors(RFFSGDRegressor, {"reg": "0.5/n", "n_iter": "2 epochs"}) == []
 
 

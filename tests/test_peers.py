@@ -2,18 +2,23 @@
 environment, the peers (Falkon, EigenPro 2, GPyTorch) only where ``make peers-env`` installed
 them (skipped otherwise)."""
 
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "peers.py"
+sys.path.insert(0, str(SCRIPT.parent))
 peers = pytest.importorskip("peers")
 
 
 def _race(tmp_path, data, methods, settings=("own", "ks")):
-    peers.main(["--data", data, "--methods", *methods, "--settings", *settings,
-                "--toy-rows", "400", "--out", str(tmp_path), "--tag", "t", "--time-cap", "120"])
+    # in a process of its own: the script limits BLAS, numba and kernelscale threads for the
+    # whole interpreter (numba reads NUMBA_NUM_THREADS once), which would leak into other tests
+    subprocess.run([sys.executable, str(SCRIPT), "--data", data, "--methods", *methods,
+                    "--settings", *settings, "--toy-rows", "400", "--out", str(tmp_path),
+                    "--tag", "t", "--time-cap", "120"], check=True, capture_output=True)
     rows = peers.read_csv(tmp_path / "peers-t.csv")
     assert (tmp_path / "peers-t.md").is_file() and (tmp_path / "peers-t.png").is_file()
     return {(r["method"], r["setting"]): r for r in rows}

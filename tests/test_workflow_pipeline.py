@@ -96,6 +96,14 @@ def smk(workdir: Path, env: dict, *args, check=True, timeout=600):
     return r
 
 
+def repair(workdir: Path, env: dict) -> subprocess.CompletedProcess:
+    """What `make run` runs before snakemake (`kernelscale repair config.yaml`)."""
+    r = subprocess.run([sys.executable, "-m", "kernelscale.pipeline.cli", "repair"], cwd=workdir,
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
 def test_lint_is_clean():
     r = subprocess.run([*SNAKEMAKE, "--lint"], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)
@@ -383,8 +391,9 @@ def _train_pids(workdir: Path) -> list[int]:
 @pytest.mark.skipif(sys.platform != "linux", reason="finds the train process in /proc")
 def test_plain_rerun_resumes_after_kill_9(tmp_path):
     """kill -9 of a train job, then kill -9 of snakemake with its jobs mid-training: a plain
-    `snakemake --cores 1` (no --unlock, no --rerun-incomplete on the command line) resumes from
-    the checkpoint and ends with the table of an uninterrupted run."""
+    `make run` (`kernelscale repair`, then `snakemake --cores 1`: no --unlock, no
+    --rerun-incomplete on the command line) resumes from the checkpoint and ends with the table
+    of an uninterrupted run."""
     import signal
 
     import pandas as pd
@@ -424,9 +433,9 @@ def test_plain_rerun_resumes_after_kill_9(tmp_path):
     assert any((workdir / ".snakemake" / "incomplete").iterdir()), "no incomplete marker"
     assert not (run / "final.json").exists() and _checkpoint_segment(run) < 12
 
-    # 3. a plain rerun resumes
-    r = smk(workdir, env, "--cores", "1")
-    assert "removed a stale Snakemake lock" in r.stderr
+    # 3. a plain rerun (`make run`: repair, then snakemake) resumes
+    assert "removed a stale Snakemake lock" in repair(workdir, env).stderr
+    smk(workdir, env, "--cores", "1")
     log = (workdir / "results" / "logs" / "train" / "tiny_clf" / "slow" / "seed0.log").read_text()
     assert "resuming tiny_clf/slow/seed0 from checkpoint after segment" in log
     final = json.loads((run / "final.json").read_text())

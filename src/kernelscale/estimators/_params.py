@@ -1,4 +1,4 @@
-"""One way for every estimator to declare, check and rename its parameters.
+"""One way for every estimator to declare and check its parameters.
 
 * Each estimator class states its parameters' ranges once, in ``_rules`` (name -> :class:`Rule`);
   ``fit`` starts with ``self._validate_params()``, which raises a one-line ``ValueError``
@@ -11,8 +11,7 @@
 * Parameter names mean one thing across estimators (``docs/architecture.md``): ``reg`` is nu of
   the averaged objective (nu/2)||f||^2 + (1/n) sum loss, ``n_iter`` the solver steps per ``fit``,
   ``n_components`` the random features / centres / grids, ``engine`` where the work runs
-  (``kernelscale.engine``). A former name is a one-line ``TypeError`` naming its replacement
-  (:data:`RENAMED`), never a silent alias.
+  (``kernelscale.engine``).
 """
 
 from __future__ import annotations
@@ -25,29 +24,10 @@ import re
 
 from sklearn.base import BaseEstimator
 
+from .. import __version__
 from .. import engine as _engine
 from ..kernels.shift_invariant import KERNELS
 from ._base import warn_if_constant
-
-_ENGINE_HINT = "an engine option: engine={{'{0}': ...}} or kernelscale.engine_context({0}=...)"
-
-# former name -> (new name, how to convert)
-RENAMED: dict[str, tuple[str, str]] = {
-    "alpha": ("reg", "reg = nu of (nu/2)||f||^2 + mean loss; KernelRidge's alpha = n * reg"),
-    "lam": ("reg", "the same nu"),
-    "C": ("reg", "reg = 1 / (n C)"),
-    "n_epochs": ("n_iter", "solver steps per fit; one epoch is ceil(n / batch_size) steps"),
-    "max_iter": ("n_iter", "the same cap on iterations"),
-    "n_grids": ("n_components", "R, the number of random grids"),
-    **{name: ("engine", _ENGINE_HINT.format(name))
-       for name in ("device", "dtype", "window_rows", "memory_budget", "chunk_rows", "n_jobs")},
-}
-
-
-def renamed_message(owner: str, name: str) -> str:
-    """One-line message for former parameter ``name`` of ``owner``, naming its replacement."""
-    new, how = RENAMED[name]
-    return f"{owner}: parameter {name!r} is now {new!r} ({how})"
 
 
 class Rule:
@@ -216,16 +196,13 @@ def unused_errors(cls, params: dict, given=None) -> list[tuple[str, str]]:
 
 
 def param_errors(cls, params: dict) -> list[tuple[str, str]]:
-    """(name, one-line problem) for ``params`` given to estimator class ``cls``: former names,
-    unknown names and values outside ``cls._rules``."""
+    """(name, one-line problem) for ``params`` given to estimator class ``cls``: unknown names
+    and values outside ``cls._rules``."""
     known = set(cls._get_param_names())
     rules = rules_of(cls)  # a registered third-party estimator declares none
     out = []
     for name, value in params.items():
-        if name in RENAMED and name not in known:
-            new, how = RENAMED[name]
-            out.append((name, f"is now {new!r} ({how})"))
-        elif name not in known:
+        if name not in known:
             out.append((name, f"unknown parameter (known: {', '.join(sorted(known))})"))
         elif name in rules and not rules[name].ok(value):
             out.append((name, f"{value!r} must be {rules[name].describe()}"))
@@ -238,8 +215,8 @@ def param_errors(cls, params: dict) -> list[tuple[str, str]]:
 
 
 class KernelscaleEstimator(BaseEstimator):
-    """Base of every kernelscale estimator: declared rules, former names, the engine; every
-    ``fit`` ends with ``_base.warn_if_constant``."""
+    """Base of every kernelscale estimator: declared rules, the engine; every ``fit`` ends with
+    ``_base.warn_if_constant``; a pickle records kernelscale's version and loads only in it."""
 
     _rules: dict[str, Rule] = {}
     # parameters that only some settings of the others use (see ``unused_errors``)
@@ -258,27 +235,19 @@ class KernelscaleEstimator(BaseEstimator):
                 return out
 
             cls.fit = checked_fit
-        init = cls.__dict__.get("__init__")
-        if init is None or getattr(init, "_checks_renamed", False):
-            return
 
-        @functools.wraps(init)
-        def __init__(self, *args, **params):
-            for name in params:
-                if name in RENAMED and name not in type(self)._get_param_names():
-                    raise TypeError(renamed_message(type(self).__name__, name))
-            init(self, *args, **params)
+    def __getstate__(self):
+        return {**super().__getstate__(), "_kernelscale_version": __version__}
 
-        __init__._checks_renamed = True
-        cls.__init__ = __init__
-
-    def set_params(self, **params):
-        """scikit-learn's ``set_params``; a former parameter name is a one-line ValueError naming
-        its replacement (ValueError, as scikit-learn raises for an unknown name)."""
-        for name in params:
-            if name in RENAMED and name not in self._get_param_names():
-                raise ValueError(renamed_message(type(self).__name__, name))
-        return super().set_params(**params)
+    def __setstate__(self, state):
+        """Load a pickle of this version of kernelscale; one of another version is a one-line
+        ValueError naming both (models are not converted between versions: fit again)."""
+        version = state.pop("_kernelscale_version", None)
+        if version != __version__:
+            by = "an unknown version" if version is None else version
+            raise ValueError(f"this {type(self).__name__} was pickled by kernelscale {by}; this "
+                             f"is kernelscale {__version__}: fit it again with this version")
+        super().__setstate__(state)
 
     def _validate_params(self) -> None:
         """One-line ValueError for the first parameter outside its rule, or set although the

@@ -58,8 +58,6 @@ class TargetsFromOutputs:
     """Mixin: ``predict`` is ``_decision`` (n, C) + ``y_offset_``, 1-D where the training targets
     were."""
 
-    y_offset_ = 0.0  # (class default: models pickled before the offset have none)
-
     def predict(self, X):
         """Predicted targets f(x).
 

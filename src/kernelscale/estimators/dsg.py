@@ -137,7 +137,6 @@ class _DSGBase(OnDevice, KernelscaleEstimator):
     _fitted_state = "model_"  # the fitted state moved between devices (``OnDevice``)
     _default_loss = "square"
     _auto_dtype = "float32"  # engine dtype "auto" (``kernelscale.engine``)
-    _batch_rows = None  # B before the cap at n (models pickled before it existed: see _batch)
 
     def __init__(self, variant="dsg", kernel="gaussian", bandwidth="auto", reg="auto", loss=None,
                  loss_params=None, batch_size="auto", block_size="auto", n_iter="auto", eta0="auto",
@@ -330,7 +329,7 @@ class _DSGBase(OnDevice, KernelscaleEstimator):
 
     def _batch(self) -> int:
         """B as resolved by the first fit (before the cap at that fit's n)."""
-        return int(self._batch_rows if self._batch_rows is not None else self.batch_size)
+        return int(self._batch_rows)
 
     def _decision(self, X):
         check_is_fitted(self, "model_")

@@ -360,10 +360,7 @@ class ExactSVMClassifier(ClassifierTargets, ClassifierMixin, _ExactSVMBase):
             Labels from ``classes_``.
         """
         X = self._svm_rows(X)
-        out = self.svm_.predict(X)
-        if not hasattr(self, "_coder"):  # pickled before the targets mixins: fitted on labels
-            return out
-        return self.classes_[out.astype(np.int64)]
+        return self.classes_[self.svm_.predict(X).astype(np.int64)]
 
     _used_only = {"epsilon": ("by ExactSVMRegressor (the half-width of SVR's tube)", (),
                               lambda p: False)}

@@ -312,14 +312,6 @@ class RBRegressor(RegressorTargets, RegressorMixin, _RBBase):
         self.coef_ = W[:, 0] if self._y_1d else W
         return self
 
-    def __setstate__(self, state):
-        # models pickled before the targets mixins: 1-D targets gave a 1-D coef_; before the
-        # shared offset: the mean was ``intercept_``
-        state.setdefault("_y_1d", np.ndim(state.get("coef_")) == 1)
-        if "intercept_" in state:
-            state["y_offset_"] = np.atleast_1d(state.pop("intercept_"))
-        super().__setstate__(state)
-
 
 class RBClassifier(ClassifierTargets, ClassifierMixin, _RBBase):
     """Classification on Random Binning features (Wu et al., KDD 2016, paper 002):

@@ -87,10 +87,8 @@ class FourierBlocks:
     and cupy's matmul copies a strided operand: DSG's evaluation of a batch's new rows over all
     m blocks copied d m F numbers (1.4 GB at d = 784 and 120 blocks), one block larger at every
     step, so the caching allocator kept a new block of memory each step (+70 GB a pass on an
-    H200; ``benchmarks/gpu_pool_trace.py``).
+    H200).
     """
-
-    cache_bytes = None  # (class default: blocks pickled before the attribute existed)
 
     def __init__(self, kernel: Kernel, n_features_in: int, block_size: int, seed: int,
                  xp: ModuleType = np, dtype=np.float64, cache_bytes: int | None = None):

@@ -2,8 +2,8 @@
 before anything runs: one line per problem, naming the key, the value and what is expected.
 
 Parameter values are checked by the estimators' own rules (``estimators._params``: the
-``_rules`` that ``fit`` applies, parameters that the other settings leave unused, and the
-one-line error for a former name such as ``alpha``), here before the data are opened. The
+``_rules`` that ``fit`` applies, parameters that the other settings leave unused, unknown
+names), here before the data are opened. The
 pipeline adds one rule of its own: a parameter that the algorithm's name fixes
 (``registry.PRESETS``: ``rff_sgd`` with ``solver: svrg``) is refused, not run under a name that
 says otherwise. Sizes are checked too: ``block_size: 1e8`` or ``n_components: 1e8`` would

@@ -7,6 +7,7 @@
     kernelscale tables ...               summary.csv / summary.md from MLflow
     kernelscale plots ...                per-dataset figures from run folders
     kernelscale check-config FILE        validate a config.yaml (schema + names)
+    kernelscale repair [FILE ...]        before a run: stale lock, damaged prepared data
 
 Errors are printed as one line (``kernelscale: error: ...``) with exit status 1; set
 ``KERNELSCALE_TRACEBACK=1`` to see the traceback.
@@ -287,6 +288,25 @@ def _cmd_check_config(a) -> None:
     print(f"{' + '.join(a.configfile)}: ok", flush=True)
 
 
+def _cmd_repair(a) -> None:
+    """What ``make run`` does before snakemake (the Snakefile acts on nothing while parsed, so a
+    dry run changes no file): stop in one line when another snakemake holds the lock here, else
+    remove a stale lock and set damaged prepared datasets of the config's runs aside."""
+    from snakemake.utils import update_config
+
+    from . import recovery
+    from .configuration import load_config_checked
+
+    line = recovery.held_lock_line()
+    if line:
+        raise SystemExit(line)
+    config = {}
+    for f in a.configfile:  # merged in order, as `snakemake --configfile A B` merges them
+        update_config(config, load_config_checked(f))
+    recovery.clear_stale_locks()
+    recovery.set_aside_damaged_data(config)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="kernelscale", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -340,6 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("configfile", nargs="+")
     s.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
     s.set_defaults(func=_cmd_check_config)
+
+    s = sub.add_parser("repair", help="remove a stale Snakemake lock, set damaged data aside")
+    s.add_argument("configfile", nargs="*", default=["config.yaml"])
+    s.set_defaults(func=_cmd_repair)
 
     try:
         from .data import cli as data_cli

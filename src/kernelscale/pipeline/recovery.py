@@ -1,6 +1,7 @@
-"""What the Snakefile does before and after a run so that a failure leaves one line and no damage:
-read-only output folders, stale Snakemake locks, damaged prepared data set aside, and a failed
-job's log turned into a line naming the config key to change.
+"""What is done before and after a run so that a failure leaves one line and no damage: read-only
+output folders (checked by the Snakefile), stale Snakemake locks and damaged prepared data set
+aside (by ``kernelscale repair``, which ``make run`` runs before snakemake: the Snakefile moves
+no file), and a failed job's log turned into a line naming the config key to change.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def set_aside_damaged_data(config: dict, workdir=".") -> list[str]:
     """Move every damaged prepared dataset of the config's runs aside, so that Snakemake sees
     its ``meta.json`` (prepare's output) missing and re-runs prepare, then the jobs downstream.
 
-    Called from the Snakefile before the DAG is built. A dataset is damaged when a file of an
+    Called by ``kernelscale repair`` before snakemake starts. A dataset is damaged when a file of an
     array is missing, changed or unexpected, or ``meta.json`` is unreadable or has no checksums
     (``data.store.prepared_fault``: sizes and sha256, ~1.4 GB/s of stored bytes). Its folder
     ``results/data/<name>`` becomes ``results/data/<name>.damaged`` (replacing an older one),
@@ -146,7 +147,7 @@ def clear_stale_locks(workdir=".") -> str | None:
     ``kill -9`` of snakemake (or a lost node) leaves ``.snakemake/locks/`` behind, and the next
     run stops with a LockException until someone runs ``--unlock``. The lock only guards against
     two snakemake processes writing the same outputs, so a lock whose owner is gone is removed
-    here (called from the Snakefile, before Snakemake takes its own lock). Not removed when another
+    here (by ``kernelscale repair``, before snakemake starts). Not removed when another
     snakemake process works in this directory (this includes jobs still running from a killed
     run, which would race with a rerun) or when that cannot be checked (no /proc).
     Returns the line it printed, or None."""
@@ -171,7 +172,7 @@ def held_lock_line(workdir=".") -> str | None:
     """One line when Snakemake's lock in ``workdir`` is held by another snakemake process still
     working there (a second ``make run`` beside a running one; the Makefile asks before starting
     snakemake, whose LockException is five lines). A lock whose owner is gone is none of this:
-    the Snakefile removes it (``clear_stale_locks``)."""
+    ``kernelscale repair`` removes it (``clear_stale_locks``)."""
     from pathlib import Path
 
     locks = Path(workdir) / ".snakemake" / "locks"

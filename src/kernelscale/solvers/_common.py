@@ -27,8 +27,6 @@ class DeviceState:
 
     _arrays: tuple[str, ...] = ()
     _children: tuple[str, ...] = ()
-    # attributes renamed since models were first pickled: old name -> new (nu is ``reg``)
-    _renamed: dict[str, str] = {}
     xp: ModuleType = np
 
     def to(self, xp: ModuleType):
@@ -56,9 +54,6 @@ class DeviceState:
         return state
 
     def __setstate__(self, state):
-        for old, new in self._renamed.items():
-            if old in state:
-                state[new] = state.pop(old)
         self.__dict__.update(state)
         self.xp = np
 
@@ -77,8 +72,6 @@ class TailAverage:
     new iterate before ``t`` advances (or keeps its sums itself, turned over where
     ``_tail_turns`` says)."""
 
-    # (class defaults: solvers pickled before averaging predict from the last iterate)
-    sum_before = sum_since = None
     n_before = n_since = 0
 
     def _tail_turns(self) -> bool:

@@ -243,13 +243,7 @@ class DSGModel:
 class DSGSolver:
     """Runs DSG / UDSG / CDSG iterations on a model (see the module docstring)."""
 
-    # (class defaults: solvers pickled before these existed)
-    obj_start = None
-    obj_avg = None
-    zero_avg = None
-    horizon = 0
-    newton_ridge = None
-    row_cache = None
+    newton_ridge = None  # the Newton step's ridge floor, set by its first step
     # f of the training rows kept between visits (``row_cache``); benchmarks switch it off to
     # measure what it saves
     use_row_cache = True

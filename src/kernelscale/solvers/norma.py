@@ -44,13 +44,7 @@ class NORMA(DeviceState):
     """NORMA state: a ring buffer of at most ``budget`` centres and coefficients and a common
     scale, f = scale * sum_j c_j k(x_j, .) (module docstring); ``step`` is one mini-batch update."""
 
-    _renamed = {"lam": "reg"}  # (pickled before nu had one name)
-
     _arrays = ("centers", "coef", "g_mean")
-    # (class defaults: states pickled before these existed)
-    log_shrink = 0.0
-    born = None
-    dropped_weight = 0.0
 
     def __init__(self, kernel, loss, n_features: int, n_outputs: int, *, reg: float, eta0: float,
                  schedule: str, budget: int, xp: ModuleType, dtype):
@@ -129,8 +123,6 @@ class NORMA(DeviceState):
         u_after = shrink * u + self.kernel(X_all, Xb) @ (new * self.scale)
         after = float(self.loss.value(u_after, Yb).mean())
         idx = [(self.pos + j) % self.budget for j in range(m)]
-        if self.born is None:
-            self.born = np.full(self.budget, self.log_shrink)
         dropped = max(0, self.count + m - self.budget)  # the last ``dropped`` slots held terms
         if dropped:
             old = self.born[idx[m - dropped:]]

@@ -31,8 +31,6 @@ class KernelPegasos(TailAverage, DeviceState):
     """Kernel Pegasos state over the training rows X (held on the device): the violation counts
     ``a`` (n x C) and the tail sums of ``_count_in``; f is evaluated as in the module docstring."""
 
-    _renamed = {"lam": "reg"}  # (pickled before nu had one name)
-
     _arrays = ("X", "Y", "a", "sum_before", "sum_since")
     # the step 1/(reg t) is the algorithm's own and its iterate is bounded by construction,
     # ||w_t|| <= max ||phi|| / reg (sum_j a_j <= t); with reg = alpha / n the early hinge is
@@ -81,8 +79,6 @@ class KernelPegasos(TailAverage, DeviceState):
         idx, into the tail sums in O(m): with h_q the sum of 1/r over the window's steps r <= q,
         the window's sum of a_s / s is h_s a_s minus the sum of delta_q h_(q-1) over its steps
         q, which ``sum_since`` holds; ``sum_before`` is that of the window before."""
-        if self.sum_since is None:
-            return
         if self._tail_turns():
             self.sum_before = self.h_since * self.a - self.sum_since
             self.sum_since *= 0
@@ -91,8 +87,7 @@ class KernelPegasos(TailAverage, DeviceState):
         self.h_since += 1.0 / (self.t + 1)
 
     def decision(self, A):
-        """f(A) of the tail mean of the iterates so far (the last iterate: solvers pickled
-        before averaging)."""
+        """f(A) of the tail mean of the iterates so far."""
         if self.n_averaged == 0:
             return self._f(A, self.t)
         mean = (self.sum_before + self.h_since * self.a - self.sum_since) / self.n_averaged

@@ -35,8 +35,6 @@ class RFFSGD(DeviceState):
     """Linear model W (D x C) on one block of D random Fourier features, trained by SGD or SVRG
     (module docstring); ``data`` holds (X, Y) during a fit for SVRG's full gradient."""
 
-    _renamed = {"alpha": "reg"}  # (pickled before nu had one name)
-
     _arrays = ("w", "w_snap", "mu")
 
     def __init__(self, blocks, loss, n_outputs: int, *, reg: float, solver: str, eta0,
