@@ -36,6 +36,7 @@ from kernelscale.estimators import (
 
 DSG = dict(n_iter=30, batch_size=100, block_size=64, bandwidth=2.0)
 EP = dict(n_eigenvectors=20, subsample_size=300, n_components=300, batch_size=64, n_iter="2 epochs")
+EP_KERNEL = {k: v for k, v in EP.items() if k != "n_components"}  # method="kernel" refuses it
 
 # (id, factory(**device/dtype/seed), task); every estimator with a GPU path is here
 CASES = [
@@ -45,7 +46,7 @@ CASES = [
     ("dsg-eigenpro", lambda **k: DSGRegressor(precondition="eigenpro", **DSG, **k), "reg"),
     ("dsg-clf-newton", lambda **k: DSGClassifier(**DSG, **k), "clf3"),
     ("udsg-clf-hinge", lambda **k: DSGClassifier(variant="udsg", loss="hinge", **DSG, **k), "clf"),
-    ("eigenpro-kernel", lambda **k: EigenProRegressor(method="kernel", **EP, **k), "reg"),
+    ("eigenpro-kernel", lambda **k: EigenProRegressor(method="kernel", **EP_KERNEL, **k), "reg"),
     ("eigenpro-rff", lambda **k: EigenProRegressor(method="rff", **EP, **k), "reg"),
     ("eigenpro-rff-clf", lambda **k: EigenProClassifier(method="rff", **EP, **k), "clf3"),
     ("rb-cg", lambda **k: RBRegressor(n_components=32, tol=1e-10, **_no_dtype(k)), "reg"),
