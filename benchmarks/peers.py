@@ -590,13 +590,7 @@ def main(argv=None) -> int:
     if unknown:
         raise SystemExit(f"peers: unknown method(s) {unknown}; known: {list(KS + PEERS)}")
     TIMING.update(threads=args.threads, epochs=args.epochs, krr_rows=args.krr_rows)
-    from threadpoolctl import threadpool_limits
-
-    from kernelscale import parallel
-
-    threadpool_limits(args.threads)
-    parallel.set_threads(args.threads)
-    os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+    realdata.limit_threads(args.threads)
     t0 = time.time()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -502,6 +502,18 @@ def log_mlflow(uri: str, args, rows, files) -> str:
         return run.info.run_id
 
 
+def limit_threads(n: int) -> None:
+    """BLAS, kernelscale's element-wise passes and numba (read once, at its import) at ``n``
+    threads, for the whole process."""
+    from threadpoolctl import threadpool_limits
+
+    from kernelscale import parallel
+
+    threadpool_limits(n)
+    parallel.set_threads(n)
+    os.environ["NUMBA_NUM_THREADS"] = str(n)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -532,13 +544,7 @@ def main(argv=None) -> int:
     DEVICE = args.device
     if args.threads < 1:
         raise SystemExit(f"realdata: --threads {args.threads} must be >= 1")
-    from threadpoolctl import threadpool_limits
-
-    from kernelscale import parallel
-
-    threadpool_limits(args.threads)
-    parallel.set_threads(args.threads)
-    os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+    limit_threads(args.threads)
     t0 = time.time()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

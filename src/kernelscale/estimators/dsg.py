@@ -420,8 +420,8 @@ class DSGRegressor(RegressorTargets, RegressorMixin, _DSGBase):
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
         removes that, but it fits each batch within one block (a different ridge problem),
         which classification tolerates and the square loss does not; EigenPro's milder
-        flattening moves the square loss's problem less and speeds it up. Measured figures are in
-        ``benchmarks/results/``. Fitted: ``precondition_``.
+        flattening moves the square loss's problem less and speeds it up. Reasons and measurements:
+        ``docs/library.md``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
         only at the stability limit eta0. "auto": 1 with the EigenPro step, whose gamma_t is
@@ -600,8 +600,8 @@ class DSGClassifier(LabelsFromScores, ClassifierMixin, _DSGBase):
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
         removes that, but it fits each batch within one block (a different ridge problem),
         which classification tolerates and the square loss does not; EigenPro's milder
-        flattening moves the square loss's problem less and speeds it up. Measured figures are in
-        ``benchmarks/results/``. Fitted: ``precondition_``.
+        flattening moves the square loss's problem less and speeds it up. Reasons and measurements:
+        ``docs/library.md``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
         only at the stability limit eta0. "auto": 1 with the EigenPro step, whose gamma_t is
@@ -831,8 +831,8 @@ class DSGOneClass(OutlierMixin, _DSGBase):
         per unit step, too slowly in one epoch on every real set tried. The block Newton step
         removes that, but it fits each batch within one block (a different ridge problem),
         which classification tolerates and the square loss does not; EigenPro's milder
-        flattening moves the square loss's problem less and speeds it up. Measured figures are in
-        ``benchmarks/results/``. Fitted: ``precondition_``.
+        flattening moves the square loss's problem less and speeds it up. Reasons and measurements:
+        ``docs/library.md``. Fitted: ``precondition_``.
     max_step_ratio : "auto", float or None, default="auto"
         CDSG's cap on the line-search step in units of gamma_t; None (the paper's method) caps it
         only at the stability limit eta0. "auto": 1 with the EigenPro step, whose gamma_t is

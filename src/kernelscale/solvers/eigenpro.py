@@ -145,7 +145,7 @@ class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
     features the model cannot interpolate, so EigenPro's constant step (chosen for the
     interpolating case) leaves the last iterate in a noise ball around the least-squares fit on
     the features; the mean of the iterates converges to it
-    (``benchmarks/results/eigenpro-rf-averaging.md``). The tail is ``TailAverage``'s.
+    (``docs/library.md``). The tail is ``TailAverage``'s.
     """
 
     _arrays = ("w", "sum_before", "sum_since")
