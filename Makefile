@@ -46,13 +46,14 @@ REPORT_TARGETS = $(if $(wildcard results/reproduce/verdicts.md),$(if $(wildcard 
 report: $(STAMP)
 	$(REPAIR) $(SNAKEMAKE) $(REPORT_TARGETS) --cores $(CORES) --report results/report.html $(CONFIGFILE)
 
-# Scale benchmark (benchmarks/harness.py) through the pipeline: results/bench/, MLflow.
+# Scale benchmark (`kernelscale bench`) through the pipeline: results/bench/, MLflow; options from
+# config.yaml's `bench:` section (docs/benchmarks.md).
 .PHONY: bench
 bench: $(STAMP)
 	rm -f results/bench/bench.md
 	$(REPAIR) $(SNAKEMAKE) bench --cores $(CORES) $(CONFIGFILE)
 
-# The seed papers' headline claims on ../shared/devdata (benchmarks/reproduce.py, settings in
+# The seed papers' headline claims on ../shared/devdata (`kernelscale reproduce`, settings in
 # config/reproduce.yaml): results/reproduce/ (figures, verdicts.md), MLflow; `make report` then
 # adds the figures to results/report.html.
 .PHONY: reproduce
@@ -130,7 +131,7 @@ test-slurm: $(STAMP)
 # GPU tests, nor the files and tests that take most of the suite's time (dask clusters, Snakemake
 # subprocesses, convergence to exact kernel ridge, divergence sweeps, scikit-learn's checks of the
 # baselines); stops at the first failure.
-QUICK_SKIP = $(foreach f,divergence* distributed* scale* realdata_defaults faults data_memory \
+QUICK_SKIP = $(foreach f,divergence* distributed* spread* scale* realdata_defaults faults data_memory \
   baselines_checks workflow_pipeline reproduce slurm,--ignore-glob='tests/test_$(f).py') \
   --ignore=tests/gpu -k "not converge and not learnable_problem and not norma_is_stable \
   and not norma_auto_budget and not resume and not selection_result_is_unchanged \

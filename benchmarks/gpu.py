@@ -127,8 +127,9 @@ def blocks(log=print) -> list[dict]:
 
 
 def dsg_profile(log=print) -> None:
-    """Where a DSG iteration's time goes on the GPU at 200 blocks (dsg_cost.py's settings):
-    device time of the prediction over all blocks vs the wall time, and a host profile."""
+    """Where a DSG iteration's time goes on the GPU at 200 blocks (n = 50,000, d = 100, B = 2048,
+    F = 512, float32): device time of the prediction over all blocks vs the wall time, and a host
+    profile."""
     import cProfile
     import pstats
 
@@ -229,8 +230,8 @@ def race(X, y, Xte, yte, names, *, bayes: float, budget_mb: float, cap_s: float,
     the time to get there is recorded). Fit time includes reading the data; the test error after
     each segment is measured outside it. ``on_row(rows)`` after each estimator: the rows so far
     survive a step killed at its time limit."""
-    from kernelscale.estimators.dsg import auto_sizes
     from kernelscale.pipeline import registry
+    from kernelscale.solvers.dsg import auto_sizes
 
     n, d = X.shape
     rows = []

@@ -2,7 +2,7 @@
 # One call on a lent GPU machine (issue 11). The machine has no package registry: the wheels it
 # lacks travel in .whl (benchmarks/gpu_wheels.sh). Then the named steps run, each under its own
 # time limit; logs and results go under $OUT.
-#   bash benchmarks/gpu_session.sh tests blocks dsg scale-small race scale deformed
+#   bash benchmarks/gpu_session.sh tests blocks dsg-profile scale-small race scale deformed
 # (tests-bg: make test-gpu in the background, beside the steps after it.)
 # Steps longer than one call (10 min): start it detached (setsid, OUT=/tmp/gpu-out) and collect
 # /tmp/gpu-out/session.tgz with later calls while the machine is warm.
@@ -41,7 +41,6 @@ for s in "$@"; do
     tests-bg) (timeout ${TESTS_LIMIT:-280} make test-gpu > "$W/tests.log" 2>&1; echo "tests rc=$?" >> "$W/tests.log") &
               echo "=== tests started in the background $(date +%T)" ;;  # beside the next steps
     blocks) step blocks 90 python3 benchmarks/gpu.py --sections blocks --out "$R" --tag "$TAG" ;;
-    dsg) step dsg 90 python3 benchmarks/dsg_cost.py --device gpu ;;
     dsg-profile) step dsg-profile 90 python3 benchmarks/gpu.py --sections dsg-profile --out "$R" \
                    --tag "$TAG-profile" ;;
     scale-small) step scale-small 110 python3 benchmarks/gpu.py --sections scale --n 1000000 \

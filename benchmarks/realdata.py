@@ -35,7 +35,6 @@ import csv
 import math
 import os
 import platform
-import shutil
 import signal
 import sys
 import threading
@@ -43,6 +42,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+# the development sets, prepared as the pipeline prepares them (peers.py uses them through here)
+from kernelscale.pipeline.devdata import load_devdata_specs, prepared, subsample  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DEVDATA = REPO.parent / "shared" / "devdata"
@@ -52,62 +54,6 @@ REFERENCES = ("trivial", "svc_c10_median", "svc_default", "krr_ref")
 # exact KRR; the DSG family within +0.5 point / 1.02 x.
 CLF_SLACK, REG_RATIO = 0.01, 1.05
 DSG_SLACK, DSG_RATIO = 0.005, 1.02
-
-
-# ---------------------------------------------------------------------------------------------
-# data
-# ---------------------------------------------------------------------------------------------
-def load_devdata_specs(devdata: Path) -> dict:
-    """The ``datasets:`` entries of ``devdata.yaml`` with paths made absolute."""
-    import yaml
-
-    cfg_path = devdata / "devdata.yaml"
-    if not cfg_path.is_file():
-        raise SystemExit(f"realdata: {cfg_path} not found (the devdata folder is missing)")
-    specs = yaml.safe_load(cfg_path.read_text())["datasets"]
-    for spec in specs.values():
-        for key in ("path", "test_path", "labels_path", "test_labels_path"):
-            if key in spec:
-                # devdata.yaml's paths are relative to a project root beside shared/
-                # (../shared/devdata/...); a devdata folder elsewhere holds the same relative
-                # layout below it
-                rel = Path(spec[key])
-                parts = rel.parts[rel.parts.index("devdata") + 1:] if "devdata" in rel.parts \
-                    else (rel.name,)
-                spec[key] = str(devdata.joinpath(*parts))
-                if not Path(spec[key]).is_file():
-                    raise SystemExit(f"realdata: {spec[key]} (datasets.{key}) not found")
-    return specs
-
-
-def prepared(name: str, spec: dict, cache: Path):
-    """(X_train, y_train, X_test, y_test, meta) of the pipeline's preparation, cached on disk."""
-    from kernelscale.pipeline.data.errors import DataError
-    from kernelscale.pipeline.data.prepare import prepare_dataset
-    from kernelscale.pipeline.data.store import open_prepared
-
-    out = cache / name
-    if not (out / "meta.json").is_file():
-        prepare_dataset(name, spec, out)
-    try:
-        meta, arrays = open_prepared(out)
-    except DataError:  # our own cache, prepared by an older kernelscale: prepare it again
-        shutil.rmtree(out)
-        prepare_dataset(name, spec, out)
-        meta, arrays = open_prepared(out)
-    X_tr = np.asarray(arrays["X_train"][:], dtype=np.float64)
-    X_te = np.asarray(arrays["X_test"][:], dtype=np.float64)
-    y_tr, y_te = np.asarray(arrays["y_train"][:]), np.asarray(arrays["y_test"][:])
-    if spec["task"] == "regression":
-        y_tr, y_te = y_tr.astype(np.float64), y_te.astype(np.float64)
-    return X_tr, y_tr, X_te, y_te, meta
-
-
-def subsample(X, y, n: int | None, seed: int = 0):
-    if n is None or X.shape[0] <= n:
-        return X, y
-    idx = np.sort(np.random.default_rng(seed).choice(X.shape[0], n, replace=False))
-    return X[idx], y[idx]
 
 
 # ---------------------------------------------------------------------------------------------

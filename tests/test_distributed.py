@@ -24,17 +24,16 @@ from kernelscale import (  # noqa: E402
     NystromRidgeRegressor,
     RFFSGDClassifier,
 )
-from kernelscale.distributed import (  # noqa: E402
-    client_for,
-    current_client,
-    map_blocks_ordered,
-    predict_chunked,
-    sum_blocks,
-    use_client,
-)
 from kernelscale.estimators.dsg import DSGRegressor  # noqa: E402
 from kernelscale.estimators.random_binning import RBClassifier, RBRegressor  # noqa: E402
 from kernelscale.kernels import make_kernel  # noqa: E402
+from kernelscale.spread.cluster import (  # noqa: E402
+    ClusterRows,
+    client_for,
+    current_client,
+    predict_chunked,
+    use_client,
+)
 
 
 @pytest.fixture(scope="module")
@@ -84,18 +83,18 @@ def test_chunked_kernel_products_match_dense(client, data):
     centers = X[:50]
     k = make_kernel("gaussian", 2.0)
 
-    def gram(b):  # K_b^T K_b: Nystrom's normal matrix, one block of rows at a time
+    def gram(b, lo):  # K_b^T K_b: Nystrom's normal matrix, one block of rows at a time
         K = k(b, centers)
         return K.T @ K
 
-    def rhs(b, yb):
+    def rhs(b, yb, lo):
         return k(b, centers).T @ yb
 
     K = k(X, centers)
     dense_gram, dense_rhs = K.T @ K, K.T @ y
-    assert np.allclose(sum_blocks(gram, Z, client=client), dense_gram, rtol=1e-10)
-    on_cluster = sum_blocks(rhs, Z, y, client=client)
-    assert np.array_equal(on_cluster, sum_blocks(rhs, Z, y))
+    assert np.allclose(ClusterRows(client).sum(gram, Z), dense_gram, rtol=1e-10)
+    on_cluster = ClusterRows(client).sum(rhs, Z, y)
+    assert np.array_equal(on_cluster, ClusterRows(None).sum(rhs, Z, y))
     assert np.allclose(on_cluster, dense_rhs, rtol=1e-10)
 
 
@@ -138,17 +137,17 @@ def test_use_client_nests_and_is_off_inside_tasks(client):
     assert current_client() is None
 
 
-def test_map_blocks_ordered_reports_first_bad_block_in_row_order(client):
+def test_cluster_rows_report_the_first_bad_block_in_row_order(client):
     def fn(b, lo):
         if lo >= 1000:
             raise ValueError(f"block at {lo}")
         return lo
 
     X = np.zeros((3000, 2))
-    assert map_blocks_ordered(lambda b, lo: lo, X, client=client, chunk_rows=700,
-                              row_offset=True) == [0, 700, 1400, 2100, 2800]
+    rows = ClusterRows(client)
+    assert rows.map(lambda b, lo: lo, X, chunk_rows=700) == [0, 700, 1400, 2100, 2800]
     with pytest.raises(ValueError, match="block at 1400"):
-        map_blocks_ordered(fn, X, client=client, chunk_rows=700, row_offset=True)
+        rows.map(fn, X, chunk_rows=700)
 
 
 def test_nystrom_on_cluster_equals_local(client, data):
@@ -188,7 +187,7 @@ def test_rb_cg_on_cluster_matches_local(client, data):
     with use_client(client), get_task_stream(client) as ts:
         remote = RBRegressor(**kw).fit(X, y)
         remote_pred = remote.predict(X)
-    assert _ran_on_cluster(ts, "_block_hashes") and _ran_on_cluster(ts, "_normal_block")
+    assert _ran_on_cluster(ts, "_block_hashes") and _ran_on_cluster(ts, "normal-")
     assert np.array_equal(local.features_.keys_, remote.features_.keys_)
     assert (local.features_.transform(X) != remote.features_.transform(X)).nnz == 0
     # CG: Z^T (Z P) is a sum over the workers' row blocks, associated differently from the one
@@ -292,9 +291,9 @@ def test_cli_unreachable_scheduler_is_one_line_error(tmp_path, capsys):
 def test_config_dask_section_to_job_environment(tmp_path, monkeypatch):
     import yaml
 
-    from kernelscale.distributed import SCHEDULER_ENV, SLURM_ENV, WORKERS_ENV, environment
     from kernelscale.pipeline.cli import build_parser, main
     from kernelscale.pipeline.provenance import job_environment
+    from kernelscale.spread.cluster import SCHEDULER_ENV, SLURM_ENV, WORKERS_ENV, environment
 
     unset = {SCHEDULER_ENV: None, WORKERS_ENV: None, SLURM_ENV: None}
     assert environment(None) == environment({"scheduler": None, "n_workers": 2}) == unset

@@ -12,14 +12,14 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernelscale.backend import DeviceError, gpu_available
-from kernelscale.estimators.dsg import (
-    DSGClassifier,
-    DSGOneClass,
-    DSGRegressor,
+from kernelscale.estimators.dsg import DSGClassifier, DSGOneClass, DSGRegressor
+from kernelscale.solvers.dsg import (
+    DSGConfig,
+    DSGModel,
+    DSGSolver,
     auto_batch_size,
     auto_block_size,
 )
-from kernelscale.solvers.dsg import DSGConfig, DSGModel, DSGSolver
 
 SMALL = dict(n_iter=20, batch_size=32, block_size=32)
 
@@ -103,8 +103,8 @@ def test_eigenpro_step_is_set_by_the_first_batchs_preconditioned_spectrum():
     m = DSGRegressor(bandwidth=2.0, reg=1e-6, batch_size=1024, block_size=256, n_iter=1,
                      precondition="eigenpro", random_state=0).fit(X, y)
     s = m.solver_
-    from kernelscale.estimators.dsg import EIGENPRO_SUBSAMPLE
-    from kernelscale.preconditioners import subsample_indices
+    from kernelscale.solvers.dsg import EIGENPRO_SUBSAMPLE
+    from kernelscale.solvers.preconditioners import subsample_indices
 
     s.X_S = X[subsample_indices(len(X), EIGENPRO_SUBSAMPLE, m.seed_)].astype(np.float32)
     B = m.batch_size_
@@ -388,7 +388,7 @@ def test_regressor_partial_fit_continues_the_model():
 def test_auto_iterations_grow_with_n_without_a_cap():
     """Issue 20: ``n_iter="auto"`` is four epochs (at least 32 steps) for every n; the former
     rule stopped at 400 steps, i.e. at most 400 B rows: ~1 % of 10^7."""
-    from kernelscale.estimators.dsg import auto_iterations
+    from kernelscale.solvers.dsg import auto_iterations
 
     assert auto_iterations(4000, 1024) == 32
     assert auto_iterations(60_000, 4096) == 59
@@ -403,7 +403,7 @@ def test_udsg_auto_iterations_cost_what_dsgs_do():
     sqrt(G / (G + U)), so that its sum over steps of blocks evaluated (the cost of f on the
     batches when every step evaluates all blocks, i.e. without the row cache) equals DSG's
     (paper 000 compares the variants at equal time)."""
-    from kernelscale.estimators.dsg import auto_iterations, new_block_share
+    from kernelscale.solvers.dsg import auto_iterations, new_block_share
 
     assert new_block_share("dsg") == new_block_share("cdsg") == 1.0
     assert new_block_share("udsg", 1, 1) == 0.5 and new_block_share("udsg", 1, 3) == 0.25
@@ -427,7 +427,7 @@ def test_auto_schedule_follows_the_step():
     """t0="auto": one epoch with the EigenPro step (all three variants), 100 with the block
     Newton step; CDSG's max_step_ratio="auto": 1 with the EigenPro step (a reused block is not
     stepped past gamma_t, already the stability limit), None (up to eta0) otherwise."""
-    from kernelscale.estimators.dsg import DEFAULT_T0
+    from kernelscale.solvers.dsg import DEFAULT_T0
 
     X, y = _regression(n=3000)
     for variant in ("dsg", "udsg", "cdsg"):

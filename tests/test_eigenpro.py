@@ -8,7 +8,7 @@ from sklearn.kernel_ridge import KernelRidge
 
 from kernelscale.backend import DeviceError, gpu_available
 from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegressor
-from kernelscale.preconditioners import KernelPreconditioner, step_size, top_eigh
+from kernelscale.solvers.preconditioners import KernelPreconditioner, step_size, top_eigh
 
 BW = 0.5
 

@@ -390,7 +390,7 @@ def _fake_slurm(bin_dir: Path, calls: Path) -> None:
 def test_slurm_workers_that_never_start_fail_the_train_job_cleanly(tmp_path, capsys,
                                                                     monkeypatch, folder):
     pytest.importorskip("dask_jobqueue")
-    from kernelscale.distributed import SLURM_ENV
+    from kernelscale.spread.cluster import SLURM_ENV
 
     data = make_prepared(tmp_path / "data", "toy", "binary", n_train=600, n_test=200)
     calls = tmp_path / "slurm-calls.txt"
@@ -422,7 +422,7 @@ def process_cluster():
     """A LocalCluster of two worker *processes*, its scheduler reached by address as a train job
     reaches one that Slurm started."""
     pytest.importorskip("distributed")
-    from kernelscale.distributed import client_for
+    from kernelscale.spread.cluster import client_for
 
     c = client_for(None, n_workers=2, processes=True)
     yield c

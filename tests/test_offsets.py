@@ -146,7 +146,7 @@ def test_out_of_core_y_is_centred_as_in_memory_y(data, on_disk, name):
 @pytest.fixture(scope="module")
 def client():
     pytest.importorskip("distributed")
-    from kernelscale.distributed import client_for
+    from kernelscale.spread.cluster import client_for
 
     c = client_for(None, n_workers=2, processes=True)  # processes: as the spread tests run
     yield c
@@ -156,7 +156,7 @@ def client():
 
 @pytest.mark.parametrize("name", ["dsg", "rff_sgd", "eigenpro_rf", "rb_cg"])
 def test_rows_spread_over_dask_workers_fit_the_centred_targets(data, on_disk, client, name):
-    from kernelscale.distributed import use_client
+    from kernelscale.spread.cluster import use_client
 
     X, y, Xte = data
     Xz, yz = on_disk

@@ -13,7 +13,8 @@ from sklearn.svm import SVC
 
 import kernelscale
 from kernelscale.engine import Engine, engine_context, get_engine, set_engine
-from kernelscale.estimators._params import param_errors, reg_and_ridge, steps
+from kernelscale.estimators._params import param_errors, reg_and_ridge
+from kernelscale.solvers._common import steps
 
 PUBLIC = [getattr(kernelscale, n) for n in kernelscale.__all__ if n[0].isupper() and n != "Engine"]
 

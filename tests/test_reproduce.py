@@ -1,4 +1,4 @@
-"""`make reproduce` (benchmarks/reproduce.py): the verdict rules on made-up curves, one claim end
+"""`make reproduce` (`kernelscale reproduce`, kernelscale.pipeline.reproduce): the verdict rules on made-up curves, one claim end
 to end on a tiny devdata subsample, the Snakemake target's plan and its figures in the report."""
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from kernelscale.pipeline import reproduce, reproduce_runs
+
 ROOT = Path(__file__).resolve().parents[1]
 DEVDATA = Path(__file__).resolve().parents[2] / "shared" / "devdata"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import reproduce  # noqa: E402
 
 
 def test_003_dsg_against_baselines_within_its_time():
@@ -84,7 +83,7 @@ def test_one_claim_end_to_end_on_devdata(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     assert reproduce.main(["--claims", "002", "--datasets", "dev_phoneme", "--max-train", "600",
                            "--max-test", "300", "--out", str(tmp_path), "--tracking-uri", uri,
-                           "--cache", str(tmp_path / "cache")]) == 0
+                           "--cache", str(tmp_path / "cache"), "--devdata", str(DEVDATA)]) == 0
     for stem in ("paper002_rb_vs_rff", "paper002_cd_speedup"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 0
         assert (tmp_path / f"{stem}.csv").stat().st_size > 0
@@ -104,7 +103,7 @@ def test_snakemake_plans_the_reproduce_target():
                        text=True, timeout=300)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-2000:]
-    cmd = [ln for ln in out.splitlines() if "reproduce.py" in ln]
+    cmd = [ln for ln in out.splitlines() if "kernelscale.pipeline.cli reproduce" in ln]
     assert cmd and "--config config/reproduce.yaml" in cmd[0] and "--tracking-uri" in cmd[0]
     assert "results/reproduce/paper003_dsg_equal_time.png" in out
 
@@ -121,6 +120,7 @@ def test_prepared_pipeline_datasets_join_the_claims(tmp_path, monkeypatch, capsy
             "generator": {"name": "bayes", "n_samples": 4_000, "n_features": 6}}
     prepare_dataset("papers_set", spec, tmp_path / "papers_set")
     monkeypatch.setattr(reproduce, "PREPARED", tmp_path)
+    monkeypatch.setenv("KERNELSCALE_DEVDATA", str(DEVDATA))
     assert reproduce.prepared_path("papers_set") == tmp_path / "papers_set"
     assert reproduce.prepared_path("covtype") is None
     d = reproduce.load("papers_set", 500, 200)
@@ -223,7 +223,7 @@ def test_figures_use_each_methods_fixed_style(monkeypatch):
                                      _loss_name=lambda: "square"))
         return [(i, t, s) for i, (t, s) in enumerate(curves[m])]
 
-    monkeypatch.setitem(sys.modules, "dsg_race_curves", types.SimpleNamespace(curve=curve))
+    monkeypatch.setattr(reproduce_runs, "curve", curve)
     reproduce.paper003_dsg_equal_time(["dev_x"], 10, "unused",
                                       methods=("nystrom", "dsg", "rff_sgd"))
     [fig] = figures

@@ -8,7 +8,6 @@ equal (sigma, nu) from what each fitted method actually used."""
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +15,14 @@ import pytest
 import yaml
 from sklearn.linear_model import Ridge
 
+from kernelscale.estimators._params import reg_and_ridge
+from kernelscale.estimators.random_binning import RBRegressor
+from kernelscale.kernels import FourierBlocks, make_kernel
+from kernelscale.pipeline import reproduce, reproduce_runs
+from kernelscale.pipeline.reproduce import Problem
+
 ROOT = Path(__file__).resolve().parents[1]
 DEVDATA = Path(__file__).resolve().parents[2] / "shared" / "devdata"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import rb_vs_fourier  # noqa: E402
-import reproduce  # noqa: E402
-from reproduce import Problem  # noqa: E402
 
 
 def test_unequal_regularisation_is_refused():
@@ -57,21 +57,21 @@ def test_nu_converts_to_each_solvers_ridge(reg):
     nu = float(reg.split("/")[0]) / n if isinstance(reg, str) else reg
     sigma, R = 1.5, 12
 
-    est = rb_vs_fourier.RBRegressor(bandwidth=sigma, n_components=R, reg=reg, tol=1e-12,
-                                    random_state=0).fit(X, y)
+    est = RBRegressor(bandwidth=sigma, n_components=R, reg=reg, tol=1e-12,
+                      random_state=0).fit(X, y)
     Z, Zt = est.features_.transform(X), est.features_.transform(Xt)
     ref = Ridge(alpha=n * nu, fit_intercept=False, solver="cholesky").fit(Z.toarray(), y)
     np.testing.assert_allclose(est.predict(Xt), ref.predict(Zt.toarray()),
                                rtol=1e-6, atol=1e-8)
 
-    ridge = rb_vs_fourier.reg_and_ridge(reg, n)[1]
-    pred, _ = rb_vs_fourier.fourier_ridge("regression", X, Xt, y, sigma, R, ridge, 0)
-    blocks = rb_vs_fourier.FourierBlocks(rb_vs_fourier.make_kernel("laplacian", sigma), 3, R, 0)
+    ridge = reg_and_ridge(reg, n)[1]
+    pred, _ = reproduce_runs.fourier_ridge("regression", X, Xt, y, sigma, R, ridge, 0)
+    blocks = FourierBlocks(make_kernel("laplacian", sigma), 3, R, 0)
     ref = Ridge(alpha=n * nu, fit_intercept=False, solver="cholesky").fit(blocks.features(X, 0), y)
     np.testing.assert_allclose(pred, ref.predict(blocks.features(Xt, 0)), rtol=1e-8, atol=1e-10)
 
     # compare() hands both the same problem, and its rows say so
-    rows = rb_vs_fourier.compare("t", "regression", X, Xt, y, y[:30], [4, 8], reg, 1e-10)
+    rows = reproduce_runs.compare("t", "regression", X, Xt, y, y[:30], [4, 8], reg, 1e-10)
     for R_ in (4, 8):
         probs = {r["method"]: Problem("laplacian", r["sigma"], r["nu"], "square", "")
                  for r in rows if r["R"] == R_}
@@ -82,7 +82,7 @@ def test_nu_converts_to_each_solvers_ridge(reg):
 
 def test_the_old_conversion_is_caught(monkeypatch):
     """RFF handed the raw reg as its ridge (the unequal verdict of before) stops the claim."""
-    monkeypatch.setattr(rb_vs_fourier, "reg_and_ridge", lambda reg, n: (reg, reg))
+    monkeypatch.setattr(reproduce_runs, "reg_and_ridge", lambda reg, n: (reg, reg))
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 3))
     y = X[:, 0].copy()
@@ -98,7 +98,7 @@ def test_config_gives_paper_002_its_ridge():
     cfg = yaml.safe_load((ROOT / "config" / "reproduce.yaml").read_text())
     reg = cfg["claims"]["paper002_rb_vs_rff"]["reg"]
     for n in (4326, 20000):
-        nu, ridge = rb_vs_fourier.reg_and_ridge(reg, n)
+        nu, ridge = reg_and_ridge(reg, n)
         assert ridge == 0.01 and nu == pytest.approx(0.01 / n)
 
 
@@ -123,7 +123,7 @@ def test_every_claim_runs_at_an_equal_problem(tmp_path):
                 if k not in ("datasets", "optional_datasets", "max_train")} | tiny
         out = tmp_path / claim
         [v] = reproduce.CLAIMS[claim](["dev_phoneme"], 300, out, max_test=100, cache=cache,
-                                      **opts)
+                                      devdata=DEVDATA, **opts)
         assert v["rule"].startswith("HOLDS when") and "{" not in v["rule"], claim
         assert "nu " in v["problem"] and "sigma " in v["problem"], claim
         with open(out / f"{claim}.csv", newline="") as f:

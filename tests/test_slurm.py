@@ -276,8 +276,8 @@ def test_dask_workers_started_by_slurm_train_dsg_like_in_process(cluster, tmp_pa
     one-node Slurm, DSG spread over them (the same model as in-process), the jobs gone after."""
     import numpy as np
 
-    from kernelscale.distributed import client_from_setting, use_client
     from kernelscale.estimators import DSGClassifier
+    from kernelscale.spread.cluster import client_from_setting, use_client
 
     Xz, X, y = _spread_data(tmp_path)
     kw = dict(n_iter=16, batch_size=512, block_size=32, random_state=0,
@@ -309,7 +309,7 @@ def test_dask_workers_started_by_slurm_train_dsg_like_in_process(cluster, tmp_pa
 def test_dask_workers_that_never_start_are_a_one_line_error(cluster, tmp_path):
     """Worker jobs held in the queue (a begin time an hour away) past start_timeout_s: one line
     naming the cause, and the pending jobs cancelled."""
-    from kernelscale.distributed import slurm_client
+    from kernelscale.spread.cluster import slurm_client
 
     options = {"memory": "1GB", "host": "127.0.0.1", "start_timeout_s": 8,
                "job_extra": ["--begin=now+3600"], "log_directory": str(tmp_path)}
@@ -338,8 +338,8 @@ def test_dsg_fit_survives_a_worker_job_cancelled_mid_fit(cluster, tmp_path):
 
     import numpy as np
 
-    from kernelscale.distributed import slurm_client, use_client
     from kernelscale.estimators import DSGClassifier
+    from kernelscale.spread.cluster import slurm_client, use_client
 
     Xz, X, y = _spread_data(tmp_path)
     # long enough that the cancelled worker leaves (SIGTERM, then the scheduler notices) well

@@ -117,7 +117,7 @@ def test_check_config_merges_files_and_names_the_one_with_the_mistake(tmp_path, 
     configuration.set_config_files([])
 
 
-def test_bench_target_passes_the_config_to_the_harness(tmp_path):
+def test_bench_target_passes_the_config_to_kernelscale_bench(tmp_path):
     import subprocess
     import sys
 
@@ -139,7 +139,7 @@ def test_bench_target_passes_the_config_to_the_harness(tmp_path):
                         "--forcerun", "bench", "--configfile", "config.yaml", str(override)],
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    cmd = [ln for ln in (r.stdout + r.stderr).splitlines() if "harness.py" in ln]
+    cmd = [ln for ln in (r.stdout + r.stderr).splitlines() if "kernelscale.pipeline.cli bench" in ln]
     assert cmd and "--sections blocks --quick" in cmd[0] and "--tracking-uri" in cmd[0]
 
 

@@ -17,15 +17,6 @@ their class indices, 1 byte a row up to 256 classes) and the model itself are no
 budget: the budget bounds what is read from X. Neither is the automatic bandwidth / reg
 selection, a fixed transient that runs and is freed before the stream starts
 (``kernels.selection.transient_bytes``).
-
-Two things keep the resident set at that plan rather than a multiple of it (the measurement:
-``benchmarks/results/design-measurements.md``, "Resident memory under a budget"):
-
-* the two window buffers are allocated once and reused (``stream.BatchStream``);
-* zarr reads chunks on one I/O thread (``io.open_zarr`` sets ``threading.max_workers=1`` unless
-  the user chose a value): glibc serves each reading thread from its own heap arena and keeps
-  freed chunk buffers there, so with zarr's default pool (one thread per core + 4) the process
-  held a few freed chunks per thread.
 """
 
 from __future__ import annotations
@@ -40,8 +31,7 @@ MB = 2**20
 # feature-sized (batch_size x block_size) matrices alive at once during a step: the features,
 # an intermediate of the same shape (cos / loss derivative broadcast), and a gradient-side product
 FEATURE_MATRICES = 3
-# decoded chunks in flight during a window read; zarr decodes chunk by chunk into the output,
-# so a couple of decode buffers is the steady state (measured in tests/test_scale.py)
+# decoded chunks in flight during a window read (zarr decodes chunk by chunk into the output)
 CHUNKS_IN_FLIGHT = 2
 
 
@@ -138,21 +128,21 @@ def budget_window(engine, X, batch_size: int, block_size: int, model_dtype,
     return window_rows_for(X, budget, batch_size, block_size, model_dtype, work_bytes)
 
 
-def peak_rss_bytes() -> int:
-    """This process's peak resident set size in bytes.
-
-    Linux's ``VmHWM`` (``/proc/self/status``) belongs to the process's address space, which
-    ``exec`` replaces; ``getrusage(RUSAGE_SELF).ru_maxrss`` instead keeps the high-water mark of
-    the parent's address space copied by ``fork`` (so a child of a large process reports the
-    parent's size). Falls back to ``ru_maxrss`` where ``/proc`` is absent.
-    """
+def _status_bytes(field: str) -> int | None:
+    """A ``/proc/self/status`` size field in bytes (None where ``/proc`` is absent)."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
+    return None
+
+
+def lifetime_peak_rss_bytes() -> int:
+    """This process's peak resident set since it started, in bytes (``getrusage``'s
+    ``ru_maxrss``: never reset; after ``fork`` it includes the parent's peak)."""
     import resource
     import sys
 
@@ -160,16 +150,36 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak resident set in bytes since it started or since the last
+    ``reset_peak_rss`` (Linux ``VmHWM``); ``lifetime_peak_rss_bytes`` where ``/proc`` is
+    absent."""
+    hwm = _status_bytes("VmHWM")
+    return lifetime_peak_rss_bytes() if hwm is None else hwm
+
+
+def rss_bytes() -> int | None:
+    """This process's resident set now, in bytes (Linux ``VmRSS``; None elsewhere)."""
+    return _status_bytes("VmRSS")
+
+
+def reset_peak_rss() -> bool:
+    """Reset ``peak_rss_bytes`` to the current resident set (Linux: write 5 to
+    ``/proc/self/clear_refs``); False where that is refused or absent."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 _TRIM = []
 
 
 def release_freed_memory() -> None:
     """Hand memory freed to the C allocator back to the OS (glibc's ``malloc_trim(0)``; a no-op
-    elsewhere). Freed blocks below glibc's mmap threshold stay resident in its heap: after a
-    phase of many medium temporaries (decoded chunks of a row sample, pairwise distances) they
-    would sit under everything allocated next. One call costs well under a millisecond; it is
-    made between phases, never in a loop (a permanently lower mmap threshold, tried before,
-    slowed the stream down)."""
+    elsewhere). Meant for the boundary between phases, not for loops."""
     if not _TRIM:
         fn = None
         try:

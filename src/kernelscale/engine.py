@@ -8,10 +8,8 @@ They come from three places, the first that sets an option winning:
 2. the innermost ``with engine_context(...)`` block,
 3. :func:`set_engine` (process-wide), then the defaults below.
 
-This is scikit-learn's ``set_config`` / ``config_context`` pattern with Falkon's idea of one
-options object per estimator (``FalkonOptions``). An estimator resolves its engine once, in
-``fit``, into the fitted attribute ``engine_`` (every option filled in; ``device`` as asked,
-the device used is ``device_``), so a fitted model records how it was computed.
+An estimator resolves its engine once, in ``fit``, into the fitted attribute ``engine_`` (every
+option filled in; ``device`` as asked, the device used is ``device_``).
 
 Options (each estimator uses the ones that concern it and ignores the rest):
 
@@ -19,17 +17,13 @@ device : {"auto", "cpu", "gpu"}, default "auto"
     "auto": the GPU when cupy finds one, else the CPU. "gpu" without one is a one-line
     ``backend.DeviceError``. A model fitted on the GPU predicts on a CPU-only host.
 dtype : {"auto", "float64", "float32"}, default "auto"
-    Precision of features, kernel blocks and coefficients. "auto": the estimator's own
-    choice, float32 for the DSG family (its error is that of F random features per block,
-    ~1/sqrt(F), far above float32's 1e-7, and float32 cosines and products are several
-    times faster: ``benchmarks/results/dsg-defaults.md``) and float64 for every other
-    estimator.
+    Precision of features, kernel blocks and coefficients. "auto": float32 for the DSG family,
+    float64 for every other estimator.
 memory_budget : float (MB) or None, default None
     Bound on what reading on-disk X may hold (``kernelscale.budget``); picks ``window_rows``.
 window_rows : int or None, default None
-    Rows a streaming estimator holds per shuffle window (``stream.BatchStream``: pieces drawn
-    from all over X, so the storage order does not matter); None: all rows of in-memory X,
-    ``max(batch_size, chunk rows)`` of on-disk X (or the budget's choice).
+    Rows a streaming estimator holds per shuffle window (``stream.BatchStream``); None: all rows
+    of in-memory X, ``max(batch_size, chunk rows)`` of on-disk X (or the budget's choice).
 chunk_rows : int or None, default None
     Rows per sequential pass chunk (Nyström's normal equations, RB's binning); None: the
     estimator's own default (8192 / 65536).

@@ -1,10 +1,4 @@
-"""Opening on-disk row arrays for estimators, with one-line errors.
-
-``zarr.open_array(path, mode="r")`` raises ``FileNotFoundError("<path> does not exist")`` for a
-missing path and ``zarr.errors.ArrayNotFoundError`` (a ``ValueError`` and ``FileNotFoundError``
-subclass: "No array found in store file://... at path ") for a folder that holds no array, or a
-group; neither says what the caller was trying to open. ``open_zarr`` names the path and the fix.
-"""
+"""Opening on-disk row arrays for estimators, with one-line errors naming the path."""
 
 from __future__ import annotations
 
@@ -15,9 +9,6 @@ from pathlib import Path
 def single_io_thread() -> bool:
     """Have zarr read chunks on one thread, unless the user configured its pool.
 
-    Out-of-core training reads one window at a time in a prefetch thread, so more zarr I/O
-    threads buy little here, while each of them keeps freed chunk buffers in its own malloc
-    arena: with zarr's default pool, peak memory was ~1.7x the budget (``kernelscale.budget``).
     Process-wide and effective only before zarr's first read (its pool is created then);
     returns whether the setting is now 1.
     """

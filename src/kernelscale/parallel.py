@@ -1,11 +1,5 @@
 """Element-wise passes over large host matrices, on several threads and in cache-sized tiles.
 
-numpy's transcendental ufuncs (cos, exp) run on one thread while the matrix product before them
-uses every core, so a Fourier feature block (X W + b, cos) can spend as long in ``cos`` as in the
-product (``benchmarks/results/design-measurements.md``, "Element-wise passes"). numpy releases the GIL inside ufunc loops,
-so splitting the rows over threads scales; doing a chain of in-place operations tile by tile
-(a tile fits in L2) also turns several passes over memory into one.
-
 The thread count follows ``set_threads`` (the CLI's ``--threads`` sets it), default the CPUs this
 process may run on. cupy arrays are passed through whole (one kernel launch per operation).
 """

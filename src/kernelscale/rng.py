@@ -1,9 +1,8 @@
 """Counter-based random streams: a random-feature block is a pure function of (seed, index).
 
-We use numpy's Philox (a counter-based generator) keyed by the pair (model seed, block index), so
-block ``i`` can be regenerated at any time, in any order, on any machine. Blocks are always drawn
-on the host and moved to the device, which makes CPU and GPU models bit-identical in their
-random parameters.
+numpy's Philox keyed by (model seed, stream, block index): block ``i`` can be regenerated at any
+time, in any order, on any machine. Blocks are drawn on the host, so CPU and GPU models have
+bit-identical random parameters.
 """
 
 from __future__ import annotations
@@ -21,10 +20,8 @@ BATCH_ROWS = 3  # the batch stream's row order in a window (stream), index = epo
 RB_GRIDS = 11  # random binning grids (kernels.random_binning), index = grid
 RB_CD_ORDER = 12  # RB-CD's coordinate permutations (solvers.rb_cd), index = class, epoch
 ROW_FINGERPRINT = 13  # the row cache's fingerprint vector (solvers.row_cache), index 0
-# The preconditioners' subsample (index 0, 1) and randomized SVD sketch (index 0) draw from the
-# ids of RB_GRIDS and RB_CD_ORDER. No model uses random binning and a preconditioner together
-# (EigenPro, DSG's "eigenpro" step and RFF-SGD's step size use the latter, RB estimators the
-# former), so the two never meet in one fit; new ids would change every such model's draws.
+# The preconditioners' subsample (index 0, 1) and randomized SVD sketch (index 0) reuse the ids
+# of RB_GRIDS and RB_CD_ORDER: no model uses random binning and a preconditioner together.
 PRECONDITIONER_SUBSAMPLE = RB_GRIDS
 PRECONDITIONER_SKETCH = RB_CD_ORDER
 # Data streams, keyed by a generated dataset's seed (pipeline.data): never the model's streams

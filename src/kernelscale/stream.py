@@ -1,10 +1,7 @@
 """Seeded mini-batch streams over in-memory or on-disk (zarr / dask / h5py) row arrays.
 
-Rows are served window by window: at most two windows (the current one and the next, which a
-background thread reads while the current one is consumed) are ever in memory. A window is not
-a run of consecutive rows: files are often stored sorted (by label, by time), and batches of
-consecutive rows are then far from i.i.d. (issue 25; the model it gave: ``benchmarks/results/design-measurements.md``, "Storage
-order"). Each epoch instead
+Rows are served window by window: at most two windows (the current one and the next, read by a
+background thread into two buffers made once per stream) are ever in memory. Each epoch
 
 1. splits the rows into pieces of ``piece_rows = window_rows // PIECES_PER_WINDOW`` consecutive
    rows, and the pieces into ``strata`` (about ``PIECES_PER_WINDOW``) equal runs of consecutive
@@ -12,36 +9,11 @@ order"). Each epoch instead
 2. lines the pieces up in rounds: round r takes, from each stratum in turn, the piece at place r
    of that stratum's order; windows are consecutive ``window_rows``-row slices of that line.
 
-A window therefore holds about one piece of each of ~32 equal parts of the array: rows from all
-over it, in the proportions of the whole data whatever the storage order (stratified: a class of
-label-sorted data is in every window to within two pieces of its share; uniformly drawn pieces
-would miss it by the binomial spread of 32 draws). The window's rows are then shuffled and cut
-into batches. A window of all rows (in-memory data by default) is one permutation of all n.
-
-Batch ``t`` is a pure function of (seed, t, n, window_rows, batch_size): a run cut into
-warm-started segments sees exactly the batches of one long run. The pieces depend on the window
-only, never on the on-disk chunking, so an on-disk array gives the same model as the same array
-in memory. The strata's orders are evaluated pointwise (``rng.keyed_permutation``), so the
-bookkeeping is a few numbers per window, never O(n).
-
-The price is decoding: zarr decodes a whole chunk to read any of its rows, and a chunk's pieces
-go to different windows, so each chunk is decoded about ``min(n_windows, 32 chunk_rows /
-window_rows + 1)`` times an epoch instead of once: ~33 times with the default on-disk window of
-one chunk, once or twice when the window spans 32 chunks or more (a generous memory budget);
-the prefetch thread does it beside the solver's steps (the cost: ``benchmarks/results/design-measurements.md``, "Window
-decoding").
-
-On-disk windows are read into two buffers allocated once per stream and reused (zarr decodes
-into them), so the window memory is fixed at two windows whatever the allocator does
-with freed blocks; zarr reads on one I/O thread (``io.single_io_thread``), since each reading
-thread keeps freed chunks in its own heap arena.
-
-Dask arrays take the same path: a dask array that only views an on-disk array (``da.from_zarr``)
-is unwrapped to it (``unwrap_dask``), any other is computed chunk by chunk in the reading thread;
-zarr is put on one I/O thread before the first read of every path (the bandwidth's row sample
-comes before the stream), rather than through dask's thread pool and zarr's default one (the
-memory each path held: ``benchmarks/results/design-measurements.md``, "Resident memory under a budget";
-``tests/test_scale_dask.py`` checks the bound).
+The window's rows are then shuffled and cut into batches; a window of all rows (in-memory data by
+default) is one permutation of all n. Batch ``t`` is a pure function of (seed, t, n, window_rows,
+batch_size), never of the on-disk chunking. zarr is read on one I/O thread
+(``io.single_io_thread``); a dask array that only views an on-disk array is unwrapped to it
+(``unwrap_dask``), any other is computed chunk by chunk in the reading thread.
 """
 
 from __future__ import annotations
@@ -55,9 +27,7 @@ import numpy as np
 from .backend import asarray, to_numpy
 from .rng import BATCH_PIECES, BATCH_ROWS, block_generator, keyed_permutation
 
-# A window holds pieces of this many parts of the data (strata): its rows come from all over
-# the array whatever the storage order (see the module docstring for the measurements)
-PIECES_PER_WINDOW = 32
+PIECES_PER_WINDOW = 32  # a window holds pieces of this many parts of the data (strata)
 _PERMUTATION_ROUNDS = 6  # Feistel rounds of rng.keyed_permutation
 
 
@@ -77,10 +47,8 @@ def unwrap_dask(A):
 
     ``da.from_zarr(path)`` / ``da.from_array(zarr_or_h5py_array)`` with no operation applied is
     a graph of two layers: ``original-<name>`` holding the array itself, and the chunk getters.
-    Reading that array directly decodes into the stream's reused window buffers (no per-chunk
-    temporaries, no dask scheduler threads with their own malloc arenas; ``tests/test_scale.py``
-    checks the bound). Anything else (an operation, ``inline_array=True``, an in-memory
-    array behind it) is read through dask.
+    Anything else (an operation, ``inline_array=True``, an in-memory array behind it) is read
+    through dask.
     """
     if not is_dask(A):
         return A
@@ -250,12 +218,7 @@ class BatchStream:
         all rows when it is at least n.
     check_finite : validate the rows of on-disk X as they are read, with a one-line error naming
         the first bad row (every row is read in the first two epochs the stream serves).
-
-    Windows (see the module docstring): an epoch is a sequence of row pieces, one from each of
-    ``strata`` equal parts of the data in turn, cut into windows of ``window_rows`` rows; each
-    window's rows are shuffled and cut into batches. ``piece_rows`` is ``window_rows //
-    PIECES_PER_WINDOW`` (at least 1): it depends on the window only, never on the on-disk
-    chunking, so the same rows on disk and in memory give the same batches.
+    prefetch : read the next window in a background thread (on-disk X only).
     """
 
     def __init__(self, X, y=None, *, batch_size: int, seed: int, xp: ModuleType = np,

@@ -1,7 +1,8 @@
-# The scale benchmark (benchmarks/harness.py: time to SVC's error, block throughput, epoch cost,
-# memory against the budget) as a target of its own, logged to the pipeline's MLflow store:
-# `make bench` = `snakemake bench`. Not part of `all`: ~12 minutes on 2 cores (`bench: {quick:
-# true}` in config.yaml: ~3 minutes). Its output is removed first so that asking for it reruns it.
+# The scale benchmark (`kernelscale bench`, src/kernelscale/pipeline/bench.py: time to SVC's
+# error, block throughput, epoch cost, memory against the budget) as a target of its own, logged
+# to the pipeline's MLflow store: `make bench` = `snakemake bench`. Not part of `all` (minutes:
+# docs/benchmarks.md; `bench: {quick: true}` in config.yaml for a smoke run). Its output is
+# removed first so that asking for it reruns it.
 
 
 rule bench:
@@ -10,12 +11,11 @@ rule bench:
     params:
         args=runs.bench_args(config),
         uri=TRACKING["uri"],
-        script=f"{workflow.basedir}/benchmarks/harness.py",
     log:
         "results/logs/bench.log",
     threads: runs.bench_threads(config)
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "python {params.script:q} --out results/bench"
+        "python -m kernelscale.pipeline.cli bench --out results/bench"
         " --tracking-uri {params.uri:q} {params.args} > {log} 2>&1"

@@ -1,10 +1,11 @@
-# The seed papers' headline claims on the devdata sets (benchmarks/reproduce.py, issue 23):
-# `make reproduce` = `snakemake reproduce`. Claims, datasets and subsample sizes come from
-# config/reproduce.yaml; each claim is one MLflow run (experiment kernelscale-reproduce) in the
-# pipeline's tracking store. Not part of `all` (minutes on 2 cores: docs/benchmarks.md); the Makefile
-# removes verdicts.md first so that asking for it reruns it. The report() files reach
-# results/report.html only when `reproduce` is among --report's targets: `make report` adds it
-# once verdicts.md exists (`snakemake all reproduce --report results/report.html`).
+# The seed papers' headline claims on the devdata sets (`kernelscale reproduce`,
+# src/kernelscale/pipeline/reproduce.py): `make reproduce` = `snakemake reproduce`. Claims,
+# datasets and subsample sizes come from config/reproduce.yaml; each claim is one MLflow run
+# (experiment kernelscale-reproduce) in the pipeline's tracking store. Not part of `all` (minutes
+# on 2 cores: docs/benchmarks.md); the Makefile removes verdicts.md first so that asking for it
+# reruns it. The report() files reach results/report.html only when `reproduce` is among
+# --report's targets: `make report` adds it once verdicts.md exists (`snakemake all reproduce
+# --report results/report.html`).
 
 
 rule reproduce:
@@ -27,12 +28,11 @@ rule reproduce:
         ],
     params:
         uri=TRACKING["uri"],
-        script=f"{workflow.basedir}/benchmarks/reproduce.py",
     log:
         "results/logs/reproduce.log",
     threads: 2
     conda:
         "../../envs/cpu.yaml"
     shell:
-        "python {params.script:q} --config {input.config:q} --out results/reproduce"
+        "python -m kernelscale.pipeline.cli reproduce --config {input.config:q} --out results/reproduce"
         " --tracking-uri {params.uri:q} > {log} 2>&1"

@@ -174,8 +174,8 @@ def _check_labels(block) -> None:
 
 
 def find_classes(y) -> np.ndarray:
-    """Sorted distinct labels of ``y`` (np.unique's), validated and collected chunk by chunk:
-    scikit-learn's checks and np.unique over a whole y would each copy and sort n labels."""
+    """Sorted distinct labels of ``y`` (np.unique's), validated and collected chunk by chunk (no
+    copy of the whole y)."""
     parts = []
     for _, block in _label_chunks(y):
         _check_labels(block)
@@ -244,11 +244,9 @@ def warn_if_constant(est, X, y) -> None:
     returned a constant model: its outputs (predictions, or class / novelty scores) at the
     midpoints of ``CONSTANT_PROBE_ROWS`` random pairs of training rows vary by at most
     ``CONSTANT_RTOL`` times the targets' standard deviation (1 for scores, whose targets are
-    +-1 or one-hot), or a classifier predicts one class at all of them. Midpoints, not the rows:
-    a kernel far narrower than the distance between rows still fits each training row and is
-    constant everywhere else. The message names the explicit settings and the data's median
-    pairwise distance, the scale a bandwidth is compared with. A fit at "auto" alone is not
-    checked: a model that stays near the mean of a target with no signal is correct there."""
+    +-1 or one-hot), or a classifier predicts one class at all of them. The message names the
+    explicit settings and the data's median pairwise distance. A fit at "auto" alone is not
+    checked (reasons: ``docs/design.md``)."""
     named = [f"{p}={getattr(est, p)!r}" for p in ("bandwidth", "reg")
              if getattr(est, p, "auto") != "auto"]
     X = X if hasattr(X, "shape") else np.asarray(X)  # lists, scikit-learn's _NotAnArray

@@ -15,9 +15,10 @@ from ..kernels import make_kernel, resolve_bandwidth
 from ..kernels.selection import select
 from ..losses import make_loss
 from ..rng import seed_from
-from ..solvers._common import Progress, predict_rows, run_loop
+from ..solvers._common import predict_rows, steps
+from ..training import Rows, train
 from ._base import OnDevice, check_X, device_and_dtype, reject_sparse
-from ._params import KernelscaleEstimator, reg_and_ridge, steps
+from ._params import KernelscaleEstimator, reg_and_ridge
 
 __all__ = ["KernelEstimatorBase", "IterativeMixin",
            "auto_kernel", "check_loss", "ridge_alpha", "exact_max_n", "n_features_rule",
@@ -108,7 +109,7 @@ def ridge_alpha(est, n: int) -> float:
 
 
 class IterativeMixin:
-    """``n_iter`` handling and the training loop over a BatchStream."""
+    """``n_iter`` and one ``fit``'s run through ``training.train``."""
 
     iterative = True
     _auto_epochs = 1  # n_iter="auto": this many passes over the data per fit
@@ -117,13 +118,10 @@ class IterativeMixin:
         self._validate_params()  # n_iter may change between warm-started fits
         return steps(self.n_iter, batches_per_epoch, self._auto_epochs)
 
-    def _train(self, stream, batches, name, hint):
-        n_iter = self._n_iter(stream.batches_per_epoch)
-        progress = Progress(name, n_iter, getattr(self, "verbose", 0))
-        try:
-            run_loop(self.solver_, batches, n_iter, self.history_, name, on_step=progress,
-                     hint=hint)
-        finally:
-            progress.close()
-            stream.close()
-        self.n_iter_ = self.solver_.t
+    def _train(self, rows: Rows, name: str, hint: str, spread=None, n_iter=None) -> None:
+        """``n_iter`` (default: ``self.n_iter`` over ceil(n / B) batches per epoch) steps of
+        ``self.solver_`` on ``rows``."""
+        if n_iter is None:
+            n = int(rows.X.shape[0])
+            n_iter = self._n_iter(-(-n // max(1, min(int(rows.batch_size), n))))
+        train(self, self.solver_, rows, n_iter, name=name, hint=hint, spread=spread)

@@ -139,18 +139,6 @@ def reg_and_ridge(reg, n: int, alpha_sel: float | None = None) -> tuple[float, f
     return float(reg), n * float(reg)
 
 
-def steps(n_iter, batches_per_epoch: int, auto_epochs: float) -> int:
-    """Solver steps for ``n_iter``: an integer as given, "K epochs" (K passes over the data:
-    ceil(K x batches per epoch)), or "auto" = ``auto_epochs`` epochs."""
-    if n_iter == "auto":
-        epochs = auto_epochs
-    elif isinstance(n_iter, str):
-        epochs = float(n_iter.strip().split("epoch")[0])
-    else:
-        return int(n_iter)
-    return int(math.ceil(epochs * batches_per_epoch - 1e-9))
-
-
 def _defaults(cls) -> dict:
     import inspect
 
@@ -212,6 +200,12 @@ def param_errors(cls, params: dict) -> list[tuple[str, str]]:
             except ValueError as e:
                 out.append((name, str(e)))
     return out
+
+
+def store_params(est, values: dict) -> None:
+    """``__init__``'s body: keep every argument as given (``values``: its ``locals()``), as
+    scikit-learn's estimators do, without checks or conversions."""
+    vars(est).update({k: v for k, v in values.items() if k != "self"})
 
 
 class KernelscaleEstimator(BaseEstimator):

@@ -14,11 +14,8 @@ predictions towards the mean rather than towards 0, so where y's mean sits does 
 fit. (LIBSVM's ``ExactSVMRegressor`` fits its own unpenalised intercept b, and its dual does not
 depend on a shift of y.)
 
-Class codes ({-1, +1}, one-vs-all or one-hot) are not centred, whatever the loss: margin losses
-need the codes themselves, and the least-squares classifiers' codes are bounded (their mean is
-below 1 in size, of the scale of the signal), so no offset swamps what is learned; centring them
-moves the boundary towards the majority class without lowering the error (docs/library.md,
-"Targets with an offset").
+Class codes ({-1, +1}, one-vs-all or one-hot) are not centred, whatever the loss (reasons:
+``docs/design.md``).
 """
 
 from __future__ import annotations
@@ -26,23 +23,17 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import LabelCoder, check_X_y, reject_sparse
+from ._docs import fill_doc
 
 
+@fill_doc
 class LabelsFromScores:
     """Mixin: ``predict`` by the sign of ``decision_function`` (one column) or its argmax."""
 
     def predict(self, X):
         """Predicted class labels: the sign of the score (binary) or its argmax.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Labels from ``classes_``.
+        %(predict_labels)s
         """
         f = self.decision_function(X)
         idx = (f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)
@@ -54,6 +45,7 @@ class LabelsFromScores:
         return tags
 
 
+@fill_doc
 class TargetsFromOutputs:
     """Mixin: ``predict`` is ``_decision`` (n, C) + ``y_offset_``, 1-D where the training targets
     were."""
@@ -61,10 +53,7 @@ class TargetsFromOutputs:
     def predict(self, X):
         """Predicted targets f(x).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
+        %(predict_X)s
 
         Returns
         -------
@@ -99,6 +88,7 @@ class RegressorTargets(TargetsFromOutputs):
         return Y - self.y_offset_
 
 
+@fill_doc
 class ClassifierTargets(LabelsFromScores):
     """Mixin: class labels -> encoded targets; ``_coding`` is "margin" ({-1, +1}; one column for
     two classes, one-vs-all columns otherwise) or "onehot" (one column per class, 0/1)."""
@@ -118,10 +108,7 @@ class ClassifierTargets(LabelsFromScores):
     def decision_function(self, X):
         """Decision scores; positive favours ``classes_[1]`` (binary).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
+        %(predict_X)s
 
         Returns
         -------

@@ -1,5 +1,6 @@
-"""NORMA, kernel SGD with a truncated expansion (``solvers.norma``): ``NORMAClassifier`` /
-``NORMARegressor``.
+"""NORMA, kernel SGD with a truncated expansion (``solvers.norma``; Kivinen, Smola, Williamson,
+"Online Learning with Kernels", IEEE Transactions on Signal Processing 2004): ``NORMAClassifier``
+/ ``NORMARegressor``.
 """
 
 from __future__ import annotations
@@ -11,31 +12,63 @@ import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ..solvers.norma import NORMA
-from ..stream import BatchStream
-from ._kernel_common import (
-    REGRESSION_LOSSES,
-    IterativeMixin,
-    KernelEstimatorBase,
-    check_loss,
-)
-from ._params import (
-    ITERS,
-    REG,
-    Int,
-    OneOf,
-    Real,
-    reg_and_ridge,
-)
+from ..training import Rows, as_targets
+from ._docs import fill_doc
+from ._kernel_common import REGRESSION_LOSSES, IterativeMixin, KernelEstimatorBase, check_loss
+from ._params import ITERS, REG, Int, OneOf, Real, reg_and_ridge, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
-# NORMA budget="auto": the centres it may hold. A step reads them all, so this bounds the cost
-# of a step as well as the memory: 10,700 terms at d = 784 in float64 (Fashion-MNIST at 256 MB,
-# 42,800 terms, did not finish its 3 epochs in 40 min on one core), while the tabular sets
-# (d <= 57) never reach it
+# budget="auto": at most this many MB of centres (a step reads them all: this bounds its cost
+# as well as the memory)
 NORMA_CENTRES_MB = 64
 NORMA_DROPPED_WEIGHT = 0.5  # warn when the ring dropped a term weighing more than this
 
 
+# the parameters and attributes of both NORMA estimators, written once (``_docs.fill_doc``)
+_NORMA_DOCS = {
+    "parameters": """\
+loss : str or None, default=None
+    Classifier: "hinge" (default), "logistic", "squared_hinge"; regressor: "square" (default),
+    "epsilon_insensitive", "huber".
+%(reg)s
+    It is NORMA's lambda.
+eta0 : float > 0, default=0.5
+    Step size; each step is clamped to eta <= 1 / (2 nu), so that the shrink factor 1 - eta nu
+    stays in [1/2, 1].
+schedule : {"constant", "invsqrt"}, default="constant"
+    eta_t = eta0 ("constant", the setting of NORMA's truncation bound) or eta0 / sqrt(t)
+    ("invsqrt").
+budget : "auto" or int >= 1, default="auto"
+    At most this many kernel terms in the expansion; the oldest are dropped. "auto": every term
+    the fit can add (``n_iter`` x ``batch_size``), at most batch_size ln(10) / (eta nu) (NORMA's
+    truncation bound: a term that old weighs (1 - eta nu)^(budget / batch_size) <= 1/10 of a new
+    one) and ``NORMA_CENTRES_MB`` of centres, at least batch_size. ``fit`` warns when it dropped
+    terms that still weighed more than half of a new one. Fitted: ``budget_``.
+batch_size : int >= 1, default=8
+    Points per step, at most n. Fitted: ``batch_size_``.
+%(n_iter)s
+    "auto": 3 epochs, 3 ceil(n / batch_size) steps.
+%(iterative_common)s
+    On-disk X also takes ``window_rows``.
+%(verbose)s""",
+    "attributes": """\
+solver_ : solvers.norma.NORMA
+    The truncated expansion (centres, coefficients).
+budget_ : int
+    Terms kept.
+reg_, bandwidth_ : float
+    nu and sigma used.
+batch_size_ : int
+    Points per step used.
+n_iter_ : int
+    Steps so far.
+history_ : dict
+    Per-iteration records: iter, time, objective (batch loss), step.
+%(n_features_in_)s""",
+}
+
+
+@fill_doc
 class _NORMABase(IterativeMixin, KernelEstimatorBase):
     """Implementation shared by ``NORMAClassifier`` / ``NORMARegressor``: NORMA kernel SGD with a
     truncated expansion (``solvers.norma``), reading mini-batches from a BatchStream."""
@@ -47,33 +80,12 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
     def __init__(self, loss=None, reg="auto", eta0=0.5, schedule="constant", budget="auto",
                  batch_size=8, n_iter="auto", kernel="gaussian", bandwidth="auto",
                  warm_start=False, random_state=None, engine=None, verbose=0):
-        self.loss = loss
-        self.reg = reg
-        self.eta0 = eta0
-        self.schedule = schedule
-        self.budget = budget
-        self.batch_size = batch_size
-        self.n_iter = n_iter
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.engine = engine
-        self.verbose = verbose
+        store_params(self, locals())
 
     def fit(self, X, y):
         """Fit the model on (X, y) (continued with ``warm_start``).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
-            Targets (classifier: class labels).
-
-        Returns
-        -------
-        self
+        %(fit_either)s
         """
         X, Y = self._fit_targets(X, y)
         if self._fresh():
@@ -87,17 +99,10 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
                                  schedule=self.schedule, budget=self.budget_, xp=xp,
                                  dtype=dtype)
             self.history_ = {}
-        xp = self._xp()
-        dtype = np.dtype(self.dtype_)
-        stream = BatchStream(X, Y, batch_size=int(self.batch_size), seed=self.seed_, xp=xp,
-                             dtype=dtype, window_rows=self.engine_.window_rows)
-        self.batch_size_ = stream.batch_size  # capped at n
-
-        def batches(t):
-            Xb, Yb = stream.batch(t)
-            return Xb, xp.asarray(Yb, dtype=dtype)
-
-        self._train(stream, batches, "NORMA", "set a smaller eta0")
+        self._xp()
+        self.batch_size_ = min(int(self.batch_size), int(X.shape[0]))
+        self._train(Rows(X, Y, int(self.batch_size), self.seed_, np.dtype(self.dtype_),
+                         encode=as_targets(np.dtype(self.dtype_))), "NORMA", "set a smaller eta0")
         weight = self.solver_.dropped_weight
         if weight > NORMA_DROPPED_WEIGHT:
             warnings.warn(
@@ -123,75 +128,12 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
         return int(max(m, min(added, needed, centres)))
 
 
+@fill_doc(**_NORMA_DOCS)
 class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
-    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
-    (``solvers.norma``) for classification; one-vs-all for several classes.
+    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms for
+    classification; one-vs-all for several classes.
 
-    Parameters
-    ----------
-    loss : str or None, default=None
-        Classifier: "hinge" (default), "logistic", "squared_hinge"; regressor: "square" (default),
-        "epsilon_insensitive", "huber".
-    reg : "auto", float >= 0 or "x/n", default="auto"
-        nu, the RKHS penalty (nu/2)||f||^2 of the averaged objective (NORMA's lambda); "auto" =
-        alpha_sel / n with alpha_sel from ``kernels.selection`` (chosen with the bandwidth);
-        fitted: ``reg_``.
-    eta0 : float, default=0.5
-        Step size; each step is clamped to eta <= 1 / (2 nu) so that the shrink factor
-        1 - eta nu stays in [1/2, 1].
-    schedule : {"constant", "invsqrt"}, default="constant"
-        eta_t = eta0 ("constant": the setting of NORMA's truncation bound - with a decaying step
-        the newest terms are the smallest, so truncation drops the important early ones) or
-        eta0 / sqrt(t) ("invsqrt").
-    budget : "auto" or int, default="auto"
-        At most this many kernel terms in the expansion (the oldest are dropped). "auto": every
-        term the fit can add (``n_iter * batch_size``), so nothing is truncated, and at most
-        batch_size ln(10) / (eta nu) terms (NORMA's truncation bound: a
-        term that old weighs (1 - eta nu)^(budget / batch_size) <= 1/10 of a new one) and
-        ``NORMA_CENTRES_MB`` of centres. At 1,000 terms NORMA sat near the majority class on
-        held-out sets of 16k-50k rows; untruncated, twonorm went from 37 % to 2.1 % error and
-        texture from 34 % to 4.9 % (``benchmarks/results/dsg-defaults.md``). When the budget
-        used drops terms that still weigh more than half of a new one, ``fit`` warns: the
-        truncated expansion cannot hold the regularised solution. Fitted: ``budget_``.
-    batch_size : int, default=8
-        Points per step; a value above n is capped at n (fitted: ``batch_size_``).
-    n_iter : "auto", int >= 1 or "K epochs", default="auto"
-        Mini-batch steps per ``fit`` call; "auto" = 3 epochs, 3 ceil(n / batch_size) (with the
-        constant step the truncated expansion forgets all but the last ``budget`` points, so more
-        passes do not help).
-    kernel : str, default="gaussian"
-        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
-    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
-        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
-        the rule behind each"); fitted: ``bandwidth_``.
-    warm_start : bool, default=False
-    random_state : int, RandomState or None, default=None
-    engine : dict, kernelscale.engine.Engine or None, default=None
-        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk X
-        ``window_rows``. Fitted: ``engine_``.
-    verbose : int, default=0
-        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
-        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
-        change the fitted model.
-
-    Attributes
-    ----------
-    classes_ : ndarray
-    solver_ : solvers.norma.NORMA
-        The truncated expansion (centres, coefficients).
-    budget_ : int
-        Terms kept (``budget``).
-    reg_, bandwidth_ : the values used.
-    batch_size_ : int
-        Points per step used: ``batch_size``, at most n.
-    n_iter_ : int
-    history_ : dict
-        Per-iteration records: iter, time, objective (batch loss), step.
-    n_features_in_ : int
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_classification
+    %(classifier_doc)s
     >>> from kernelscale.estimators.norma import NORMAClassifier
     >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
     >>> clf = NORMAClassifier(budget=100, random_state=0).fit(X, y)
@@ -209,77 +151,11 @@ class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
         return tags
 
 
+@fill_doc(**_NORMA_DOCS)
 class NORMARegressor(RegressorTargets, RegressorMixin, _NORMABase):
-    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms
-    (``solvers.norma``) for regression.
+    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms for regression.
 
-    Parameters
-    ----------
-    loss : str or None, default=None
-        Classifier: "hinge" (default), "logistic", "squared_hinge"; regressor: "square" (default),
-        "epsilon_insensitive", "huber".
-    reg : "auto", float >= 0 or "x/n", default="auto"
-        nu, the RKHS penalty (nu/2)||f||^2 of the averaged objective (NORMA's lambda); "auto" =
-        alpha_sel / n with alpha_sel from ``kernels.selection`` (chosen with the bandwidth);
-        fitted: ``reg_``.
-    eta0 : float, default=0.5
-        Step size; each step is clamped to eta <= 1 / (2 nu) so that the shrink factor
-        1 - eta nu stays in [1/2, 1].
-    schedule : {"constant", "invsqrt"}, default="constant"
-        eta_t = eta0 ("constant": the setting of NORMA's truncation bound - with a decaying step
-        the newest terms are the smallest, so truncation drops the important early ones) or
-        eta0 / sqrt(t) ("invsqrt").
-    budget : "auto" or int, default="auto"
-        At most this many kernel terms in the expansion (the oldest are dropped). "auto": every
-        term the fit can add (``n_iter * batch_size``), so nothing is truncated, and at most
-        batch_size ln(10) / (eta nu) terms (NORMA's truncation bound: a
-        term that old weighs (1 - eta nu)^(budget / batch_size) <= 1/10 of a new one) and
-        ``NORMA_CENTRES_MB`` of centres. At 1,000 terms NORMA sat near the majority class on
-        held-out sets of 16k-50k rows; untruncated, twonorm went from 37 % to 2.1 % error and
-        texture from 34 % to 4.9 % (``benchmarks/results/dsg-defaults.md``). When the budget
-        used drops terms that still weigh more than half of a new one, ``fit`` warns: the
-        truncated expansion cannot hold the regularised solution. Fitted: ``budget_``.
-    batch_size : int, default=8
-        Points per step; a value above n is capped at n (fitted: ``batch_size_``).
-    n_iter : "auto", int >= 1 or "K epochs", default="auto"
-        Mini-batch steps per ``fit`` call; "auto" = 3 epochs, 3 ceil(n / batch_size) (with the
-        constant step the truncated expansion forgets all but the last ``budget`` points, so more
-        passes do not help).
-    kernel : str, default="gaussian"
-        Kernel name ("gaussian", "laplacian", "cauchy", "matern12", "matern32", "matern52").
-    bandwidth : "auto", "median", "median*<f>" or float, default="auto"
-        sigma. "auto": held-out selection on a slice (``kernels.selection``; README "Defaults, and
-        the rule behind each"); fitted: ``bandwidth_``.
-    warm_start : bool, default=False
-    random_state : int, RandomState or None, default=None
-    engine : dict, kernelscale.engine.Engine or None, default=None
-        Where and how to compute (``kernelscale.engine``): ``device``, ``dtype``, and for on-disk X
-        ``window_rows``. Fitted: ``engine_``.
-    verbose : int, default=0
-        0: silent. 1: a progress line on stderr every ~10 % of a fit's iterations and at the end
-        (iteration, elapsed seconds, batch objective); a tqdm bar instead on a terminal. Does not
-        change the fitted model.
-
-    Attributes
-    ----------
-    solver_ : solvers.norma.NORMA
-        The truncated expansion (centres, coefficients).
-    budget_ : int
-        Terms kept (``budget``).
-    reg_, bandwidth_ : the values used.
-    batch_size_ : int
-        Points per step used: ``batch_size``, at most n.
-    n_iter_ : int
-    history_ : dict
-        Per-iteration records: iter, time, objective (batch loss), step.
-    y_offset_ : ndarray of shape (n_outputs,)
-        The training mean of y: f is fitted to y - y_offset_ and every prediction adds it
-        back (``estimators._targets``).
-    n_features_in_ : int
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_regression
+    %(regressor_doc)s
     >>> from kernelscale.estimators.norma import NORMARegressor
     >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
     >>> model = NORMARegressor(budget=100, random_state=0).fit(X, y / y.std())

@@ -1,4 +1,5 @@
-"""scikit-learn estimators on Random Binning features (Wu et al., KDD 2016).
+"""scikit-learn estimators on Random Binning features (Wu, Chen, Yen, Yan, "Revisiting Random
+Binning Features: Fast Convergence and Strong Parallelizability", KDD 2016).
 
 * ``solver="cg"``: ridge regression (Z^T Z + N reg I) W = Z^T Y by conjugate gradients (paper
   §3.1); classification is one-vs-all ridge on {-1, +1} targets, all classes as one block of
@@ -32,20 +33,98 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine as _engine
 from ..backend import DeviceError, resolve_device
-from ..distributed import current_client
-from ..distributed_rb import SpreadRB
 from ..kernels.random_binning import DEFAULT_CHUNK_ROWS, RB_KERNELS, RandomBinning, check_rb_kernel
 from ..losses import sigmoid
 from ..rng import seed_from
 from ..solvers._rowwise_csr import RowwiseCSR
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
+from ..spread import SpreadRB, cluster_rows, rows_for
 from ._base import check_X, reject_sparse
+from ._docs import fill_doc
 from ._kernel_common import auto_kernel
-from ._params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge
+from ._params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
 SOLVERS = ("cg", "cd")
+
+
+# the parameters and attributes of both RB estimators, written once (``_docs.fill_doc``)
+_RB_DOCS = {
+    "parameters": """\
+kernel : "laplacian", default="laplacian"
+    k(x, x') = exp(-||x - x'||_1 / sigma), eq. (5) of Wu et al. 2016: the product kernels with
+    k_j'' >= 0 have RB features (eq. (6)), and the Laplacian is the one implemented
+    (``kernels.random_binning.RB_KERNELS``).
+%(bandwidth)s
+    Distances are L1. Grid widths are drawn as delta ~ Gamma(2, sigma) per dimension
+    (Algorithm 1, p(delta) ∝ delta k''(delta)).
+n_components : int >= 1, default=256
+    R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds n R
+    entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
+    O(1 / (kappa R)) (Theorem 1).
+reg : "auto", float >= 0 or "x/n", default="auto"
+    nu, per sample. ``solver="cg"``: the ridge (nu/2)||w||^2 of the averaged objective (ERM
+    (1)), > 0; the system solved is (Z^T Z + N nu I) W = Z^T Y (§3.1's lambda = N nu).
+    ``solver="cd"``: the weight of the L1 objective (23), nu ||w||_1 + (1/N) sum L. "auto":
+    nu = alpha / N with alpha from the held-out selection (``kernels.selection``: kernel ridge's
+    alpha, the same ridge system with the exact kernel); for CD, whose penalty is L1, only a
+    scale. "x/n": nu = x / N. Fitted: ``reg_``.
+solver : {"cg", "cd"}, default="cg"
+    "cg": ridge by conjugate gradients on Z, never forming Z^T Z (§3.1, ``solvers.rb_cg``),
+    GPU-capable. "cd": parallel randomized coordinate descent on the L1 objective (23)
+    (Algorithm 2, updates (24)-(27); ``solvers.rb_cd``), CPU only.
+%(rb_loss)s
+tol : float >= 0, default=1e-4
+    "cg": relative residual ||Z^T Y - (Z^T Z + lambda I) W|| / ||Z^T Y|| per column; "cd":
+    relative decrease of objective (23) over an epoch.
+n_iter : int >= 1, default=1000
+    CG iterations / CD epochs at most (each one pass over Z); reaching it without ``tol`` is a
+    ConvergenceWarning.
+precondition : bool, default=False
+    Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features); False:
+    the paper's plain CG (``solver="cg"`` only).
+%(random_state)s
+    Grid r is regenerated from (seed, r); the seed also orders CD's coordinates.
+engine : dict, kernelscale.engine.Engine or None, default=None
+    Where and how the work runs (``kernelscale.engine``):
+
+    * ``device``: only CG iterations run on the GPU (binning is a numba loop on the host);
+      "cd" with "auto" runs on the CPU, with "gpu" it is a one-line DeviceError;
+    * ``n_jobs``: tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more
+      threads update coordinates asynchronously (eq. (29)) and converge to the same
+      objective, not to the same bits. Ignored by "cg";
+    * ``chunk_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
+      predict time: it bounds the dense rows held (chunk_rows x d floats), not the fit's
+      n x R bin hashes and Z, kept whole.
+
+    Fitted: ``engine_``.""",
+    "attributes": """\
+coef_ : ndarray of shape (D,) or (D, C)
+    Coefficients over the D = ``n_features_out_`` RB features (on the host).
+features_ : kernels.random_binning.RandomBinning
+    The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
+    feature at predict time).
+n_features_out_ : int
+    D, the non-empty bins of all grids (R <= D <= n R).
+kappa_ : float
+    D / R, the mean non-empty bins per grid (the paper's kappa).
+bandwidth_ : float
+    sigma used.
+reg_ : float
+    nu used (see ``reg``).
+seed_ : int
+    The seed used.
+history_ : dict
+    Per-iteration records of the solver: iter, time, and the residual (CG) or objective (CD).
+n_iter_ : int
+    CG iterations / CD epochs run.
+%(n_features_in_)s""",
+    "X_fit": """\
+X : array-like of shape (n_samples, n_features)
+    Training data, dense; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at
+    a time.""",
+}
 
 
 class _RBBase(KernelscaleEstimator):
@@ -63,17 +142,7 @@ class _RBBase(KernelscaleEstimator):
     def __init__(self, kernel="laplacian", bandwidth="auto", n_components=256, reg="auto",
                  solver="cg", loss="square", tol=1e-4, n_iter=1000, precondition=False,
                  random_state=None, engine=None):
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.n_components = n_components
-        self.reg = reg
-        self.solver = solver
-        self.loss = loss
-        self.tol = tol
-        self.n_iter = n_iter
-        self.precondition = precondition
-        self.random_state = random_state
-        self.engine = engine
+        store_params(self, locals())
 
     _allowed_losses: tuple = ()
 
@@ -119,12 +188,14 @@ class _RBBase(KernelscaleEstimator):
         self.seed_ = seed
         self.bandwidth_ = sigma
         self.features_ = RandomBinning(self.kernel, sigma, self.n_components, seed)
-        client = current_client()
-        if client is not None and self.solver == "cg" and self.device_ == "cpu":
-            # Z stays on the workers in row blocks (distributed_rb): X never reaches the client
-            Z = SpreadRB(client, self.features_, X, self._chunk_rows())
-        else:
-            Z = self.features_.fit_transform(X, chunk_rows=self._chunk_rows())
+        Z = None
+        if self.solver == "cg" and self.device_ == "cpu":
+            # Z stays on the workers in row blocks (spread.rb): X never reaches the client
+            Z = rows_for(None, lambda client: SpreadRB(client, self.features_, X,
+                                                       self._chunk_rows()))
+        if Z is None:
+            Z = self.features_.fit_transform(X, chunk_rows=self._chunk_rows(),
+                                             rows=cluster_rows())
         self.n_features_out_ = self.features_.n_features_out_
         self.kappa_ = self.features_.kappa_
         return Z
@@ -174,7 +245,7 @@ class _RBBase(KernelscaleEstimator):
         """Raw outputs Z(x) coef_, (n, C) (bins unseen in training contribute 0)."""
         check_is_fitted(self, "coef_")
         X = check_X(self, reject_sparse(X), reset=False)
-        Z = self.features_.transform(X, chunk_rows=self._chunk_rows())
+        Z = self.features_.transform(X, chunk_rows=self._chunk_rows(), rows=cluster_rows())
         F = Z @ self.coef_
         return F.reshape(F.shape[0], -1)
 
@@ -185,101 +256,18 @@ class _RBBase(KernelscaleEstimator):
         return tags
 
 
+@fill_doc(**_RB_DOCS, rb_loss="""\
+loss : "square", default="square"
+    The only regression loss here.""")
 class RBRegressor(RegressorTargets, RegressorMixin, _RBBase):
-    """Kernel regression on Random Binning features (Wu et al., KDD 2016, paper 002):
-    ridge by conjugate gradients (``solver="cg"``, §3.1) or L1-regularised square loss by
-    parallel coordinate descent (``solver="cd"``, §4, Algorithm 2). Multi-output y allowed.
+    """Kernel regression on Random Binning features (Wu et al. 2016): ridge by conjugate gradients
+    (``solver="cg"``, §3.1) or L1-regularised square loss by parallel coordinate descent
+    (``solver="cd"``, §4, Algorithm 2). Multi-output y allowed.
 
-    The targets are centred first (``y_offset_`` = their mean, ``estimators._targets``): both
-    regularisers would otherwise shrink the mean towards 0.
+    The targets are centred first (``y_offset_``): both regularisers would otherwise shrink the
+    mean towards 0.
 
-    Parameters
-    ----------
-    kernel : "laplacian", default="laplacian"
-        k(x, x') = exp(-||x - x'||_1 / sigma), paper 002's eq. (5): the product kernels with
-        k_j'' >= 0 have RB features (eq. (6)), and the Laplacian is the one implemented
-        (``kernels.random_binning.RB_KERNELS``).
-    bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
-        sigma. "auto": held-out selection on a slice with the exact Laplacian kernel
-        (``kernels.selection``; README "Defaults, and the rule behind each"); "median": the median
-        L1 distance of a sample ("median*4" for a multiple); fitted: ``bandwidth_``. Grid widths
-        are drawn as delta ~ Gamma(2, sigma) per dimension (Algorithm 1, p(delta) ∝ delta k''(delta)).
-    n_components : int >= 1, default=256
-        R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds
-        n R entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
-        O(1 / (kappa R)) (paper 002, Theorem 1); 256 is inside the range of R the paper sweeps
-        (10 to 1,000, Fig. 4 and 5), a middle setting rather than a tuned one.
-    reg : "auto", float or "x/n", default="auto"
-        nu, per sample. ``solver="cg"``: the ridge (nu/2)||w||^2 of the averaged objective (ERM (1)),
-        > 0; the system solved is (Z^T Z + N nu I) W = Z^T Y (paper 002 §3.1's lambda = N nu).
-        ``solver="cd"``: the weight of the L1 objective (23), nu ||w||_1 + (1/N) sum L (>= 0).
-        "auto" = alpha / N with alpha from held-out selection (``kernels.selection``: kernel ridge's
-        alpha, the same ridge system with the exact kernel) in place of the paper's fixed 0.01;
-        for CD it is only a scale (it was chosen for an L2 penalty: the registry's ``rb_cd``
-        preset fixes reg=1e-4). Fitted: ``reg_``.
-    solver : {"cg", "cd"}, default="cg"
-        "cg": ridge by conjugate gradients on Z (never forming Z^T Z; §3.1,
-        ``solvers.rb_cg``), GPU-capable. "cd": parallel randomized coordinate descent on the L1
-        objective (23) (Algorithm 2, updates (24)-(27); ``solvers.rb_cd``), CPU only.
-    loss : str, default="square"
-        "square", the only regression loss here.
-    tol : float >= 0, default=1e-4
-        "cg": relative residual ||Z^T Y - (Z^T Z + lambda I) W|| / ||Z^T Y|| per column; "cd":
-        relative decrease of objective (23) over an epoch. The paper's comparisons stop CG at
-        1e-3 (§5.2: an iterative solver "has no need to solve in high precision"); the default is
-        a decade tighter so that the features, not the early stop, decide the error.
-    n_iter : int >= 1, default=1000
-        CG iterations / CD epochs at most (each is one pass over Z); reaching it without ``tol``
-        is a ConvergenceWarning.
-    precondition : bool, default=False
-        Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features). False,
-        the paper's plain CG: Jacobi helps at loose tolerances but can need more iterations at
-        tight ones (``solvers.rb_cg``). "cg" only: True with "cd" is a ValueError (it would be
-        ignored).
-    random_state : int, RandomState or None, default=None
-        Seed of the grids (grid r is regenerated from (seed, r)), of CD's coordinate order and of
-        the "auto" / "median" selection's subsample.
-    engine : dict, kernelscale.engine.Engine or None, default=None
-        Where and how to compute (``kernelscale.engine``):
-
-        * ``device``: only CG iterations run on the GPU (binning is a numba loop on the host);
-          "cd" with "auto" runs on the CPU, with "gpu" it is a one-line DeviceError;
-        * ``n_jobs``: tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more
-          threads update coordinates asynchronously (the paper's near-linear speed-up, eq. (29))
-          and converge to the same objective, not to the same bits. Ignored by "cg";
-        * ``chunk_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
-          predict time (on-disk zarr / dask X is read in such chunks): it bounds the dense rows
-          held (chunk_rows x d floats), not the fit's n x R bin hashes and Z, kept whole.
-
-        Fitted: ``engine_``.
-
-    Attributes
-    ----------
-    coef_ : ndarray of shape (D,) or (D, C)
-        Coefficients over the D = ``n_features_out_`` RB features (on the host).
-    y_offset_ : ndarray of shape (C,)
-        The training targets' mean, added to every prediction.
-    features_ : kernels.random_binning.RandomBinning
-        The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
-        feature at predict time).
-    n_features_out_ : int
-        D, the non-empty bins of all grids (R <= D <= n R).
-    kappa_ : float
-        D / R, the mean non-empty bins per grid (paper 002's kappa).
-    bandwidth_ : float
-        sigma used.
-    reg_ : float
-        nu used (see ``reg``).
-    seed_ : int
-    history_ : dict
-        Per-iteration records of the solver: iter, time, and the residual (CG) or objective (CD).
-    n_iter_ : int
-        CG iterations / CD epochs run.
-    n_features_in_ : int
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_regression
+    %(regressor_doc)s
     >>> from kernelscale.estimators.random_binning import RBRegressor
     >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
     >>> model = RBRegressor(n_components=32, bandwidth="median", reg=0.01, random_state=0)
@@ -294,16 +282,7 @@ class RBRegressor(RegressorTargets, RegressorMixin, _RBBase):
     def fit(self, X, y):
         """Build the RB features of X (Algorithm 1) and solve for the coefficients.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at
-            a time. Dense only.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-
-        Returns
-        -------
-        self
+        %(fit_regression)s
         """
         device = self._validate_params_rb()
         X, Y = self._fit_targets(X, y)
@@ -313,103 +292,19 @@ class RBRegressor(RegressorTargets, RegressorMixin, _RBBase):
         return self
 
 
+@fill_doc(**_RB_DOCS, rb_loss="""\
+loss : {"square", "logistic", "squared_hinge"}, default="square"
+    "square" is the only one for "cg"; all three are losses of eq. (23) for "cd".""")
 class RBClassifier(ClassifierTargets, ClassifierMixin, _RBBase):
-    """Classification on Random Binning features (Wu et al., KDD 2016, paper 002):
-    one-vs-all ridge by conjugate gradients (``solver="cg"``, §3.1; all classes as one block of
-    right-hand sides) or L1-regularised square / logistic / squared-hinge loss by parallel
-    coordinate descent (``solver="cd"``, §4, eq. (23), Algorithm 2).
+    """Classification on Random Binning features (Wu et al. 2016): one-vs-all ridge by conjugate
+    gradients (``solver="cg"``, §3.1; all classes as one block of right-hand sides) or
+    L1-regularised square / logistic / squared-hinge loss by parallel coordinate descent
+    (``solver="cd"``, §4, eq. (23), Algorithm 2).
 
     Targets are {-1, +1}: one column for two classes, one-vs-all columns otherwise; predict by
     sign / argmax. ``predict_proba`` exists for ``loss="logistic"``.
 
-    Parameters
-    ----------
-    kernel : "laplacian", default="laplacian"
-        k(x, x') = exp(-||x - x'||_1 / sigma), paper 002's eq. (5): the product kernels with
-        k_j'' >= 0 have RB features (eq. (6)), and the Laplacian is the one implemented
-        (``kernels.random_binning.RB_KERNELS``).
-    bandwidth : "auto", "median", "median*<f>" or float > 0, default="auto"
-        sigma. "auto": held-out selection on a slice with the exact Laplacian kernel
-        (``kernels.selection``; README "Defaults, and the rule behind each"); "median": the median
-        L1 distance of a sample ("median*4" for a multiple); fitted: ``bandwidth_``. Grid widths
-        are drawn as delta ~ Gamma(2, sigma) per dimension (Algorithm 1, p(delta) ∝ delta k''(delta)).
-    n_components : int >= 1, default=256
-        R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds
-        n R entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
-        O(1 / (kappa R)) (paper 002, Theorem 1); 256 is inside the range of R the paper sweeps
-        (10 to 1,000, Fig. 4 and 5), a middle setting rather than a tuned one.
-    reg : "auto", float or "x/n", default="auto"
-        nu, per sample. ``solver="cg"``: the ridge (nu/2)||w||^2 of the averaged objective (ERM (1)),
-        > 0; the system solved is (Z^T Z + N nu I) W = Z^T Y (paper 002 §3.1's lambda = N nu).
-        ``solver="cd"``: the weight of the L1 objective (23), nu ||w||_1 + (1/N) sum L (>= 0).
-        "auto" = alpha / N with alpha from held-out selection (``kernels.selection``: kernel ridge's
-        alpha, the same ridge system with the exact kernel) in place of the paper's fixed 0.01;
-        for CD it is only a scale (it was chosen for an L2 penalty: the registry's ``rb_cd``
-        preset fixes reg=1e-4). Fitted: ``reg_``.
-    solver : {"cg", "cd"}, default="cg"
-        "cg": ridge by conjugate gradients on Z (never forming Z^T Z; §3.1,
-        ``solvers.rb_cg``), GPU-capable. "cd": parallel randomized coordinate descent on the L1
-        objective (23) (Algorithm 2, updates (24)-(27); ``solvers.rb_cd``), CPU only.
-    loss : str, default="square"
-        "square" (the only one for "cg"), "logistic" or "squared_hinge" (the losses of eq. (23)
-        with "cd").
-    tol : float >= 0, default=1e-4
-        "cg": relative residual ||Z^T Y - (Z^T Z + lambda I) W|| / ||Z^T Y|| per column; "cd":
-        relative decrease of objective (23) over an epoch. The paper's comparisons stop CG at
-        1e-3 (§5.2: an iterative solver "has no need to solve in high precision"); the default is
-        a decade tighter so that the features, not the early stop, decide the error.
-    n_iter : int >= 1, default=1000
-        CG iterations / CD epochs at most (each is one pass over Z); reaching it without ``tol``
-        is a ConvergenceWarning.
-    precondition : bool, default=False
-        Jacobi-preconditioned CG (diag(Z^T Z) + lambda: exact and cheap for RB features). False,
-        the paper's plain CG: Jacobi helps at loose tolerances but can need more iterations at
-        tight ones (``solvers.rb_cg``). "cg" only: True with "cd" is a ValueError (it would be
-        ignored).
-    random_state : int, RandomState or None, default=None
-        Seed of the grids (grid r is regenerated from (seed, r)), of CD's coordinate order and of
-        the "auto" / "median" selection's subsample.
-    engine : dict, kernelscale.engine.Engine or None, default=None
-        Where and how to compute (``kernelscale.engine``):
-
-        * ``device``: only CG iterations run on the GPU (binning is a numba loop on the host);
-          "cd" with "auto" runs on the CPU, with "gpu" it is a one-line DeviceError;
-        * ``n_jobs``: tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more
-          threads update coordinates asynchronously (the paper's near-linear speed-up, eq. (29))
-          and converge to the same objective, not to the same bits. Ignored by "cg";
-        * ``chunk_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
-          predict time (on-disk zarr / dask X is read in such chunks): it bounds the dense rows
-          held (chunk_rows x d floats), not the fit's n x R bin hashes and Z, kept whole.
-
-        Fitted: ``engine_``.
-
-    Attributes
-    ----------
-    classes_ : ndarray
-        The class labels.
-    coef_ : ndarray of shape (D,) or (D, C)
-        Coefficients over the D = ``n_features_out_`` RB features (on the host).
-    features_ : kernels.random_binning.RandomBinning
-        The grids' seed and the training bins' vocabulary (bins unseen in training give a zero
-        feature at predict time).
-    n_features_out_ : int
-        D, the non-empty bins of all grids (R <= D <= n R).
-    kappa_ : float
-        D / R, the mean non-empty bins per grid (paper 002's kappa).
-    bandwidth_ : float
-        sigma used.
-    reg_ : float
-        nu used (see ``reg``).
-    seed_ : int
-    history_ : dict
-        Per-iteration records of the solver: iter, time, and the residual (CG) or objective (CD).
-    n_iter_ : int
-        CG iterations / CD epochs run.
-    n_features_in_ : int
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_classification
+    %(classifier_doc)s
     >>> from kernelscale.estimators.random_binning import RBClassifier
     >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
     >>> clf = RBClassifier(n_components=32, bandwidth="median", reg=0.01, random_state=0).fit(X, y)
@@ -424,19 +319,10 @@ class RBClassifier(ClassifierTargets, ClassifierMixin, _RBBase):
     _allowed_losses = tuple(CD_LOSSES)
 
     def fit(self, X, y):
-        """Build the RB features of X (Algorithm 1) and solve for the coefficients.
+        """Build the RB features of X (Algorithm 1) and solve for the one-vs-all coefficients,
+        all classes as one block of right-hand sides.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at
-            a time. Dense only.
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self
+        %(fit_classification)s
         """
         device = self._validate_params_rb()
         X, Y = self._fit_targets(X, y)
@@ -462,10 +348,7 @@ class RBClassifier(ClassifierTargets, ClassifierMixin, _RBBase):
     def predict_log_proba(self, X):
         """Log of ``predict_proba``; only for ``loss="logistic"``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
+        %(predict_X)s
 
         Returns
         -------

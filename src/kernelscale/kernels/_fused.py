@@ -1,10 +1,8 @@
 """One-pass element-wise finishes of feature and kernel blocks on cupy (ElementwiseKernel).
 
-A block is a matrix product followed by element-wise work; on a GPU each numpy-style operation
-is a pass over the whole block in device memory, and at small input dimension d those passes,
-not the product, set the time (measurements: benchmarks/results/gpu-2026-11-24-h100.md). These
-kernels do the finish in one pass. The functions return False on numpy, or where the namespace
-has no ElementwiseKernel (tests/gpu/fakecupy), and the caller takes the numpy-style path.
+Each function finishes a block in place in one pass and returns True; it returns False on numpy
+or where the namespace has no ElementwiseKernel (tests/gpu/fakecupy): the caller then takes the
+numpy-style path.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Median trick for the kernel bandwidth (DSG paper 003 and its experiments)."""
+"""Median trick for the kernel bandwidth (Dai, Xie, He, Liang, Raj, Balcan, Song, Scalable Kernel
+Methods via Doubly Stochastic Gradients, NIPS 2014, experiments)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 A block j is F frequencies W_j (d x F) and phases b_j (F,) drawn by ``rng.block_generator(seed, j, rng.FOURIER)``;
 its features are phi_j(x) = sqrt(2/F) cos(W_j^T x + b_j), so phi_j(x).phi_j(x') estimates k(x, x')
-with F samples.  Consecutive blocks are stacked so that many blocks cost one large matrix product.
+with F samples (Rahimi, Recht, Random Features for Large-Scale Kernel Machines, NIPS 2007).
+Consecutive blocks are stacked so that many blocks cost one large matrix product.
 """
 
 from __future__ import annotations
@@ -53,12 +54,8 @@ def draw_block(kernel: Kernel, d: int, n_features: int, seed: int, index: int):
     return W, b
 
 
-# Parameters kept per FourierBlocks: in host memory a fixed amount; on a GPU a share of the
-# card's memory. A block beyond the cache is drawn again on the host at every use (d F normals,
-# which take longer than the block's product on a GPU), and a DSG fit
-# uses every block in every pass (the row cache's catch-up), so a cache smaller than the model
-# makes each later step redraw most blocks. The draws are the same whatever is cached: the
-# cache's size never changes a model.
+# Parameters kept per FourierBlocks: a fixed amount in host memory, a share of the card's memory
+# on a GPU. The draws are the same whatever is cached: the cache's size never changes a model.
 HOST_CACHE_BYTES = 512 * 2**20
 DEVICE_CACHE_SHARE = 0.125
 
@@ -83,11 +80,7 @@ class FourierBlocks:
     regenerated on every use. The model itself never stores them: pickling drops the cache.
 
     The cache holds W transposed, one (F, d) row block per block, so that the W of any range of
-    blocks is a contiguous (column-major) view. A column slice of a (d, m F) stack is strided,
-    and cupy's matmul copies a strided operand: DSG's evaluation of a batch's new rows over all
-    m blocks copied d m F numbers (1.4 GB at d = 784 and 120 blocks), one block larger at every
-    step, so the caching allocator kept a new block of memory each step (+70 GB a pass on an
-    H200).
+    blocks is a contiguous (column-major) view.
     """
 
     def __init__(self, kernel: Kernel, n_features_in: int, block_size: int, seed: int,
@@ -140,8 +133,7 @@ class FourierBlocks:
     def _extend_cache(self, hi: int):
         """Grow the cache to blocks 0..hi-1: one new array, the old blocks copied in and each
         new block drawn and cast straight into its slice (the same values as drawing them all in
-        float64 and concatenating, without those two temporaries: at 200 blocks of 64 x 256
-        float32, 24 MiB less at the peak)."""
+        float64 and concatenating, without those two temporaries)."""
         xp, F, lo = self.xp, self.F, self._n_cached
         Wt = xp.empty((hi * F, self.d), dtype=self.dtype)  # W transposed: a block is F rows
         b = xp.empty(hi * F, dtype=self.dtype)

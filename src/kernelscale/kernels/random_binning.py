@@ -1,5 +1,5 @@
 """Random Binning (RB) features: Wu, Chen, Yen, Yan, *Revisiting Random Binning Features*, KDD 2016,
-Algorithm 1 (originally Rahimi & Recht 2007).
+Algorithm 1 (originally Rahimi, Recht, Random Features for Large-Scale Kernel Machines, NIPS 2007).
 
 For a kernel k(x, x') = prod_j k_j(|x_j - x'_j|) with k_j'' >= 0, grid r draws per dimension j a
 width delta_rj ~ p_j(delta) ∝ delta k_j''(delta) and an offset u_rj ~ U[0, delta_rj); point x falls in
@@ -10,21 +10,16 @@ R grids, concatenated and scaled by 1/sqrt(R), <z(x), z(x')> is an unbiased esti
 Laplacian k_j(delta) = exp(-delta/sigma): delta k_j''(delta) = delta exp(-delta/sigma)/sigma^2, i.e.
 Gamma(shape 2, scale sigma).
 
-Implementation notes (why it looks like this):
-
 * Grid r's widths and offsets are a pure function of (seed, r) via ``rng.block_generator`` (stream
-  ``rng.RB_GRIDS``), so a model stores only the seed; nothing random is pickled.
-* A bin is the integer vector b_r(x) in Z^d. We never materialise it: each grid hashes it to 64 bits
-  with a seeded chain h <- mix64(h xor b_j) (mix64 = the splitmix64 finaliser, a bijection on
-  uint64), so two distinct bins of one grid collide with probability ~2^-64 per pair.
+  ``rng.RB_GRIDS``); nothing random is pickled.
+* Each grid hashes the bin vector b_r(x) to 64 bits with a seeded chain h <- mix64(h xor b_j)
+  (mix64 = the splitmix64 finaliser, a bijection on uint64).
 * The fitted vocabulary is, per grid, the *sorted* unique hashes seen in training; grid r owns the
-  columns offsets[r] .. offsets[r+1]-1. Sorting makes the column order canonical: it does not depend
-  on how the rows were chunked, so a zarr array and the same numpy array give the same Z. Columns of
-  different grids never mix, so every training row has exactly R distinct non-zeros.
-* Binning, hashing and lookup (binary search in the grid's sorted keys) are numba loops over rows:
-  a numpy version needs ~7 full passes over an (n, R) array per input dimension.
-* Under ``distributed.use_client`` the row blocks are hashed on the dask cluster and come back in
-  row order (the lookup stays here: it needs the whole vocabulary).
+  columns offsets[r] .. offsets[r+1]-1, so Z does not depend on how the rows were chunked and every
+  training row has exactly R distinct non-zeros.
+* ``rows`` (``fit_transform`` / ``transform``; e.g. ``spread.ClusterRows`` on a dask client): the
+  row blocks are hashed by ``rows.map`` and come back in row order (the lookup stays here: it needs
+  the whole vocabulary); None: hashed in this process.
 """
 
 from __future__ import annotations
@@ -36,7 +31,6 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ..distributed import current_client, map_blocks_ordered
 from ..rng import RB_GRIDS, block_generator
 from ..stream import check_finite_rows, iter_row_chunks
 
@@ -167,15 +161,13 @@ class RandomBinning:
         delta, u, hseed = self.grids(X.shape[1])
         return _hash_bins(X, delta, u, hseed)
 
-    def _iter_hashes(self, X, chunk_rows: int, check_finite: bool):
-        client = current_client()
-        if client is not None and type(X).__module__.split(".")[0] != "cupy":
-            # blocks hashed on the dask cluster, returned in row order: the same hashes
+    def _iter_hashes(self, X, chunk_rows: int, check_finite: bool, rows=None):
+        if rows is not None and type(X).__module__.split(".")[0] != "cupy":
+            # blocks hashed by rows.map, returned in row order: the same hashes
             delta, u, hseed = self.grids(int(X.shape[1]))
             fn = functools.partial(_block_hashes, delta=delta, u=u, hseed=hseed,
                                    check_finite=check_finite)
-            yield from map_blocks_ordered(fn, X, client=client, chunk_rows=chunk_rows,
-                                          row_offset=True)
+            yield from rows.map(fn, X, chunk_rows=chunk_rows)
             return
         for lo, block in iter_row_chunks(X, chunk_rows):
             block = _host(block)
@@ -183,33 +175,45 @@ class RandomBinning:
                 check_finite_rows(block, lo, "X")
             yield self.hashes(block)
 
-    def fit_transform(self, X, chunk_rows: int = DEFAULT_CHUNK_ROWS, check_finite: bool = True):
-        """Fit the bin vocabulary on X (read ``chunk_rows`` rows at a time) and return its CSR Z.
+    def fit_transform(self, X, chunk_rows: int = DEFAULT_CHUNK_ROWS, check_finite: bool = True,
+                      rows=None):
+        """Fit the bin vocabulary on X (read ``chunk_rows`` rows at a time) and return its CSR Z
+        (``rows``: see the module docstring).
 
         One pass over X: the (n, R) hashes are kept (they take the memory Z's indices will take)
         and turned into columns once every grid's vocabulary is known.
         """
-        H = np.concatenate(list(self._iter_hashes(X, chunk_rows, check_finite)), axis=0)
-        uniq = [np.unique(H[:, r]) for r in range(self.n_grids)]
-        self.offsets_ = np.zeros(self.n_grids + 1, dtype=np.int64)
-        self.offsets_[1:] = np.cumsum([len(k) for k in uniq])
-        self.keys_ = np.concatenate(uniq)
-        self.n_features_out_ = int(self.offsets_[-1])
-        self.kappa_ = self.n_features_out_ / self.n_grids
-        self.n_features_in_ = int(X.shape[1])
+        H = np.concatenate(list(self._iter_hashes(X, chunk_rows, check_finite, rows)), axis=0)
+        self.fit_vocabulary([np.unique(H[:, r]) for r in range(self.n_grids)], int(X.shape[1]))
         cols = _lookup(H, self.keys_, self.offsets_)
         del H
         return self._csr(cols)
 
-    def transform(self, X, chunk_rows: int = DEFAULT_CHUNK_ROWS, check_finite: bool = True):
-        """CSR features of X with the fitted vocabulary; bins unseen in training give zeros."""
+    def fit_vocabulary(self, uniques: list[np.ndarray], n_features_in: int) -> None:
+        """Set the vocabulary: ``uniques[r]`` = grid r's sorted unique training hashes."""
+        self.offsets_ = np.zeros(self.n_grids + 1, dtype=np.int64)
+        self.offsets_[1:] = np.cumsum([len(k) for k in uniques])
+        self.keys_ = np.concatenate(uniques)
+        self.n_features_out_ = int(self.offsets_[-1])
+        self.kappa_ = self.n_features_out_ / self.n_grids
+        self.n_features_in_ = int(n_features_in)
+
+    def transform(self, X, chunk_rows: int = DEFAULT_CHUNK_ROWS, check_finite: bool = True,
+                  rows=None):
+        """CSR features of X with the fitted vocabulary; bins unseen in training give zeros
+        (``rows``: see the module docstring)."""
         if not hasattr(self, "keys_"):
             raise ValueError("RandomBinning is not fitted; call fit_transform first")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
-        parts = [self._csr(_lookup(H, self.keys_, self.offsets_))
-                 for H in self._iter_hashes(X, chunk_rows, check_finite)]
+        parts = [self.transform_hashes(H)
+                 for H in self._iter_hashes(X, chunk_rows, check_finite, rows)]
         return sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+
+    def transform_hashes(self, H: np.ndarray) -> sp.csr_matrix:
+        """CSR features of rows with bin hashes H (n, R) (``hashes``), with the fitted
+        vocabulary."""
+        return self._csr(_lookup(H, self.keys_, self.offsets_))
 
     def _csr(self, cols: np.ndarray) -> sp.csr_matrix:
         return columns_csr(cols, self.n_grids, self.n_features_out_)

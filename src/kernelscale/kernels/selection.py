@@ -1,32 +1,18 @@
 """Data-driven defaults for the kernel bandwidth and the regulariser (``bandwidth="auto"``,
 ``reg="auto"``).
 
-Every kernelscale estimator solves (a version of) the same problem
+Every estimator solves min_f (nu/2) ||f||_H^2 + (1/n) sum_i loss(f(x_i), y_i); ``select`` picks
+sigma and alpha = n nu by one rule:
 
-    min_f  (nu/2) ||f||_H^2 + (1/n) sum_i loss(f(x_i), y_i),
-
-so the two numbers that decide what is learned - the kernel's bandwidth sigma and nu - should be
-chosen once, by one rule, from the data, and shared by every method. The rule:
-
-* **held-out validation on a slice**: a seeded subsample of at most ``n_fit + n_val`` training rows
-  is split in two; exact kernel ridge regression (the square-loss member of the family, on
-  one-hot / {-1, +1} targets for classification: a fast proxy for every loss) is fitted on the
-  first part for every (sigma, alpha) of a small grid and scored on the second (classification
-  error; regression mean squared error);
-* **sigma grid**: the median heuristic (DSG paper 003's default) and narrower multiples,
-  sigma = median * 2^{-j/2}, j = 0..3. On real classification data the median is often too wide
-  (scikit-learn's gamma="scale", 1/(d Var X), is about 4x the median's gamma on standardized data)
-  but not always (where it is not, the grid keeps it);
-* **alpha grid** (KernelRidge's alpha = n nu, the penalty on the sum of losses): 10, 1, 0.1, 0.01.
-  nu is then alpha / n for the full training set: the regulariser scales as 1/n, as SVM's
-  lambda = 1 / (C n) does - a fixed nu (1e-4 before) over-regularises large n by orders of
-  magnitude (at n = 50,000: 50x stronger than SVC's C = 10);
-* ties (within the validation set's resolution) go to the larger sigma and the larger alpha - the
-  smoother model.
-
-The proxy costs one eigendecomposition per sigma of a ``n_fit`` x ``n_fit`` kernel matrix (every
-alpha then reuses it): well under a second on one core for the default 1,000 rows. Below ``MIN_ROWS``
-training rows there is nothing to validate on and the rule falls back to the median and alpha = 1.
+* a seeded subsample of at most ``n_fit + n_val`` training rows is split in two; exact kernel ridge
+  regression (on one-hot / {-1, +1} targets for classification) is fitted on the first part for
+  every (sigma, alpha) of the grid and scored on the second (classification error; regression MSE);
+* sigma = median * ``SIGMA_FACTORS`` (the median heuristic of Dai, Xie, He, Liang, Raj, Balcan,
+  Song, Scalable Kernel Methods via Doubly Stochastic Gradients, NIPS 2014), alpha in ``ALPHAS``;
+  the full fit then uses nu = alpha / n;
+* ties within the score's resolution (one validation row; 1 % of the MSE) go to the larger sigma,
+  then the larger alpha;
+* below ``MIN_ROWS`` rows, or with one class in the fit part: the median and ``FALLBACK_ALPHA``.
 """
 
 from __future__ import annotations
@@ -104,14 +90,8 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
         return (fixed_sigma or median), (fixed_alpha or FALLBACK_ALPHA)
     sigmas = [fixed_sigma] if fixed_sigma is not None else [median * f for f in SIGMA_FACTORS]
     alphas = [fixed_alpha] if fixed_alpha is not None else list(ALPHAS)
-    # alpha scaled to the proxy's size: alpha = n nu with nu = alpha_full / n_full is what the
-    # full fit uses, so the proxy with n_tr rows sees alpha * n_tr / n_tr = the same alpha.
-    # Memory: at most one n_tr x n_tr matrix besides eigh's own (K, then V with Kv, then V with
-    # KvV), every one dropped before the next is made: the peak is K with eigh's copy of it, V
-    # and its workspace (4 such matrices, ~38 MB at 1,000 rows) over the sample, where keeping
-    # the last sigma's K, Kv, V and KvV alive across the loop held four more; the sample's
-    # freed temporaries go back to the OS first. Same operations on the same arrays: same
-    # results.
+    # alpha = n nu is the same number for the proxy's n_tr rows as for the full fit. At most one
+    # n_tr x n_tr matrix lives beside eigh's own; each is dropped before the next is made.
     Xtr, Xva = Xs[tr], Xs[va]
     del Xs
     Ttr, Tva = T[tr], T[va]

@@ -1,7 +1,9 @@
 """Shift-invariant kernels with exact evaluation and their spectral (Bochner) samplers.
 
-k(x, x') = E_w[ 2 cos(w.x + b) cos(w.x' + b) ], w ~ p(w), b ~ U[0, 2 pi)  (Rahimi & Recht 2007;
-DSG paper 003, Table 1). Every kernel is normalised so that k(x, x) = 1.
+k(x, x') = E_w[ 2 cos(w.x + b) cos(w.x' + b) ], w ~ p(w), b ~ U[0, 2 pi)  (Rahimi, Recht, Random
+Features for Large-Scale Kernel Machines, NIPS 2007; Dai, Xie, He, Liang, Raj, Balcan, Song,
+Scalable Kernel Methods via Doubly Stochastic Gradients, NIPS 2014, Table 1). Every kernel is
+normalised so that k(x, x) = 1.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def _broadcast_rows(X, Y, xp, fn):
 
 
 class Kernel:
-    """Base class. ``bandwidth`` is sigma in the formulas of ALGORITHMS.md."""
+    """Base class. ``bandwidth`` is sigma in the formulas below (a positive finite number)."""
 
     name = "kernel"
     metric = "euclidean"  # distance the median trick uses for this kernel
@@ -112,11 +114,7 @@ class Laplacian(Kernel):
 
 
 class Cauchy(Kernel):
-    """k = prod_j 1 / (1 + (x_j - x'_j)^2 / sigma^2);  p(w) = prod_j Laplace(0, 1/sigma).
-
-    ALGORITHMS.md writes the factor as 2/(1+...); that would make k(x, x) = 2^d, so we use the
-    normalised form, whose Fourier transform is exactly the Laplace density.
-    """
+    """k = prod_j 1 / (1 + (x_j - x'_j)^2 / sigma^2);  p(w) = prod_j Laplace(0, 1/sigma)."""
 
     name = "cauchy"
 

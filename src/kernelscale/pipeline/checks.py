@@ -3,12 +3,10 @@ before anything runs: one line per problem, naming the key, the value and what i
 
 Parameter values are checked by the estimators' own rules (``estimators._params``: the
 ``_rules`` that ``fit`` applies, parameters that the other settings leave unused, unknown
-names), here before the data are opened. The
-pipeline adds one rule of its own: a parameter that the algorithm's name fixes
-(``registry.PRESETS``: ``rff_sgd`` with ``solver: svrg``) is refused, not run under a name that
-says otherwise. Sizes are checked too: ``block_size: 1e8`` or ``n_components: 1e8`` would
-only run out of memory a minute into the job; :func:`size_errors` compares a lower bound of the
-largest arrays the method must hold with this machine's memory (or the job's limit) up front.
+names), here before the data are opened. A parameter that the algorithm's name fixes
+(``registry.PRESETS``: ``rff_sgd`` with ``solver: svrg``) is refused. :func:`size_errors`
+compares a lower bound of the largest arrays the method must hold with this machine's memory (or
+the job's limit).
 """
 
 from __future__ import annotations
@@ -16,7 +14,8 @@ from __future__ import annotations
 import math
 import os
 
-SPEC_KEYS = ("estimator", "params", "device", "segments", "step_test_rows", "resources")
+from .runs import entry_defaults
+
 DEVICES = ("auto", "cpu", "gpu")
 
 
@@ -161,17 +160,18 @@ def spec_errors(where: str, spec, n_train: int | None = None, d: int | None = No
     if not isinstance(params, dict):
         return [f"{where}.params: expected a mapping of estimator parameters (name: value), got "
                 f"{type(params).__name__} {params!r:.60}"]
-    device = spec.get("device", "auto")
+    defaults = entry_defaults()
+    device = spec.get("device", defaults["device"])
     if device not in DEVICES:
         errors.append(f"{where}.device: {device!r} is not one of {', '.join(DEVICES)}")
     elif device == "gpu" and est in registry.CPU_ONLY:
         errors.append(f"{where}.device: 'gpu' but {est} runs on the CPU only "
                       f"({registry.CPU_ONLY[est]}); use device: cpu")
-    segments = spec.get("segments", 10)
+    segments = spec.get("segments", defaults["segments"])
     if not _is_int(segments) or segments < 1:
         errors.append(f"{where}.segments: {segments!r} must be an integer >= 1")
         segments = 1
-    step_rows = spec.get("step_test_rows", 10000)
+    step_rows = spec.get("step_test_rows", defaults["step_test_rows"])
     if not _is_int(step_rows) or step_rows < 0:
         errors.append(f"{where}.step_test_rows: {step_rows!r} must be an integer >= 0 "
                       "(0: the whole test set)")

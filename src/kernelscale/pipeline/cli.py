@@ -8,6 +8,8 @@
     kernelscale plots ...                per-dataset figures from run folders
     kernelscale check-config FILE        validate a config.yaml (schema + names)
     kernelscale repair [FILE ...]        before a run: stale lock, damaged prepared data
+    kernelscale bench ...                the scale benchmark (kernelscale.pipeline.bench)
+    kernelscale reproduce ...            the seed papers' claims (kernelscale.pipeline.reproduce)
 
 Errors are printed as one line (``kernelscale: error: ...``) with exit status 1; set
 ``KERNELSCALE_TRACEBACK=1`` to see the traceback.
@@ -40,8 +42,7 @@ def _parse_spec(text: str) -> dict:
 
 
 def _check_writable(folder: Path, what: str = "the run folder") -> None:
-    """Fail before training, not after the first segment, when the run folder cannot be written
-    (the first write used to be the checkpoint, minutes in)."""
+    """Fail before training when the run folder cannot be written (one-line UserError)."""
     import tempfile
 
     try:
@@ -123,11 +124,8 @@ def _experiment_exists(uri: str, experiment: str) -> bool:
 
 
 class _StoreLock:
-    """An exclusive lock file beside a ``sqlite:///`` store while it is written.
-
-    Without it, imports running at once (several checkouts or jobs, one SQLite file) each see a
-    folder as new and create its run twice (``benchmarks/results/design-measurements.md``, "Concurrent MLflow
-    imports"). Servers are not locked (no shared file)."""
+    """An exclusive lock file beside a ``sqlite:///`` store while it is written; servers are not
+    locked (no shared file)."""
 
     def __init__(self, uri: str):
         self.uri, self.path = uri, None
@@ -307,6 +305,18 @@ def _cmd_repair(a) -> None:
     recovery.set_aside_damaged_data(config)
 
 
+def _cmd_bench(a) -> None:
+    from . import bench
+
+    bench.run_benchmark(bench.settings(a))
+
+
+def _cmd_reproduce(a) -> int:
+    from . import reproduce
+
+    return reproduce.run(a)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="kernelscale", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -364,6 +374,18 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("repair", help="remove a stale Snakemake lock, set damaged data aside")
     s.add_argument("configfile", nargs="*", default=["config.yaml"])
     s.set_defaults(func=_cmd_repair)
+
+    from . import bench, reproduce
+
+    s = sub.add_parser("bench", help="the scale benchmark: time to SVC's error, block "
+                       "throughput, epoch cost, memory against the budget")
+    bench.add_arguments(s)
+    s.set_defaults(func=_cmd_bench)
+
+    s = sub.add_parser("reproduce", help="the seed papers' headline claims on the development "
+                       "data: a figure and a verdict each")
+    reproduce.add_arguments(s)
+    s.set_defaults(func=_cmd_reproduce)
 
     try:
         from .data import cli as data_cli

@@ -36,8 +36,7 @@ def load_yaml(path):
 
 
 def int_at_least(low: int):
-    """argparse type: an integer >= ``low`` (``--threads -3`` or ``--eval-chunk-rows -5`` used to
-    be accepted; the latter reported error 1.0 / RMSE 0.0 over zero rows)."""
+    """argparse type: an integer >= ``low`` (else argparse's one-line error)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -60,7 +59,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
     """--dask-scheduler / --dask-workers (config ``dask:``), shared by train and prepare."""
-    from ..distributed import SCHEDULER_ENV, WORKERS_ENV
+    from ..spread.cluster import SCHEDULER_ENV, WORKERS_ENV
 
     workers = os.environ.get(WORKERS_ENV)
     parser.add_argument("--dask-scheduler", default=os.environ.get(SCHEDULER_ENV) or None,

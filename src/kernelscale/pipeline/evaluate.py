@@ -2,7 +2,7 @@
 
 Classification: accuracy and error (1 - accuracy). Regression: RMSE and R². The metrics are
 accumulated chunk by chunk (counts, sums of squares), so memory depends on ``chunk_rows`` only.
-Under ``distributed.use_client`` the predictions are computed on the dask cluster
+Under ``spread.use_client`` the predictions are computed on the dask cluster
 (``predict_chunked``, the same chunks) and the metrics accumulated here over the same chunks, so
 the numbers do not change.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..distributed import as_dask, current_client, predict_chunked
+from ..spread.cluster import as_dask, current_client, predict_chunked
 from ..stream import read_rows, unwrap_dask
 
 CLASSIFICATION_TASKS = ("binary", "multiclass", "classification")

@@ -6,8 +6,7 @@
   per algorithm.
 * ``objective_vs_time.png``: training objective against training time, one panel per group of
   runs whose objectives are the same function (same estimator class, loss, regulariser, kernel,
-  bandwidth and feature count, see ``objective_signature``): different losses or regularisers on
-  one axis would compare numbers that mean different things. Titles give the values the runs
+  bandwidth and feature count, see ``objective_signature``). Titles give the values the runs
   used (what ``"auto"`` chose, from ``final.json``'s ``chosen``). RB-CG, which records its CG
   residual and no objective, gets a residual panel; runs with no curve at all are named under
   the panels. Curves of >= 50 per-batch values are drawn as a running mean over the faint raw
@@ -35,10 +34,8 @@ from matplotlib import ticker  # noqa: E402
 
 from .tables import best_exact_kernel, exact_kernel_label  # noqa: E402
 
-# One colour and one marker per registered algorithm, the same in every figure. Members of a
-# family (the DSG variants, the EigenPro ones, the two RB solvers, RFF with SGD / SVRG, the
-# baselines) differ in hue AND marker: tab20's light/dark pairs, given in registry order, made
-# dsg/udsg, rb_cg/rb_cd, rff_sgd/rff_svrg, nystrom/exact_krr and libsvm/pegasos near twins.
+# One colour and one marker per registered algorithm, the same in every figure; members of a
+# family differ in hue and marker.
 ALGORITHM_STYLES: dict[str, tuple[str, str]] = {  # mostly Trubetskoy's 20 distinct colours
     "dsg": ("#4363d8", "o"),          # blue
     "udsg": ("#f58231", "s"),         # orange
@@ -107,8 +104,7 @@ def _readable_log_axis(ax, axis: str = "x", dense: bool = False) -> None:
     """Log scale labelled with plain numbers (0.05, 2, 100) at 1-2-5 steps, else 1-2-3-5, else
     every digit (whichever first gives three labels; decades only beyond three decades), with
     the limits widened to the next labelled value on each side, so that the lowest and highest
-    points always have a label beyond them (a 0.14 .. 0.9 axis labelled from 0.2 up left the
-    best methods unlabelled). ``dense``: within 1.3 decades, labels at 1, 1.5, 2, 3, 4, 5, 7
+    points always have a label beyond them. ``dense``: within 1.3 decades, labels at 1, 1.5, 2, 3, 4, 5, 7
     (for an axis whose values are read off, such as the test error). A range too narrow for a
     log scale (< 1.5x: e.g. an objective that does not move) stays linear, with plain labels."""
     getattr(ax, f"set_{axis}scale")("log")
@@ -167,9 +163,8 @@ def objective_signature(run: dict) -> tuple:
         cls = f"{final['estimator']}"
     curve = _objective_curve(run)
     quantity = curve[2] if curve is not None else "objective"
-    # reg and n_components as chosen ("auto" is not one function); the bandwidth as given: the
-    # chosen one follows each seed's sample median by a fraction of a percent, and grouping by
-    # it would give every seed a panel of its own
+    # reg and n_components as chosen ("auto" is not one function); the bandwidth as given (the
+    # chosen one differs per seed)
     keys = ("loss", "reg", "kernel", "bandwidth", "n_components")
     return (cls, final.get("task"), quantity,
             *((k, str(p.get(k) if k in ("loss", "kernel", "bandwidth") else _chosen(run, k)))

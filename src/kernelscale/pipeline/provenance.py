@@ -12,11 +12,11 @@ def job_environment(python: str, src, dask: dict | None = None) -> None:
     PATH) and this checkout (``src`` first on PYTHONPATH); jobs, Slurm jobs included (sbatch exports
     the environment), inherit both. Under ``--sdm conda`` the activated environment's python comes
     first and still finds the package through PYTHONPATH. The config's ``dask`` section travels
-    the same way (``distributed.environment``)."""
+    the same way (``spread.cluster.environment``)."""
     import os
     from pathlib import Path
 
-    from ..distributed import environment
+    from ..spread.cluster import environment
 
     for key, value in environment(dask).items():
         if value is None:

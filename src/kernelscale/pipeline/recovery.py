@@ -19,14 +19,10 @@ def _nearest_existing(path):
 def unwritable_output_line(config: dict, workdir=".") -> str | None:
     """One line when the workflow cannot write where its jobs write, else None.
 
-    Checked from the Snakefile before the DAG is built: Snakemake itself finds a read-only
-    ``results/`` only then (ProtectedOutputException, ~30 lines) or when a job starts
-    (``Failed to create output directory``), after other jobs may have written their outputs.
-    Places: ``results/`` and every folder in it (not inside Zarr stores, which prepare replaces
+    Checked from the Snakefile before the DAG is built. Places: ``results/`` and every folder in it (not inside Zarr stores, which prepare replaces
     whole), the MLflow SQLite file of ``tracking.uri`` and the download cache when a dataset is
     downloaded. A place that does not exist yet needs its nearest existing parent writable. A
-    single read-only file in a writable folder is left to Snakemake: write-protecting an output
-    is its way of keeping a result from being re-made."""
+    single read-only file in a writable folder is left to Snakemake."""
     import os
     from pathlib import Path
 
@@ -104,7 +100,7 @@ def set_aside_damaged_data(config: dict, workdir=".") -> list[str]:
 
     Called by ``kernelscale repair`` before snakemake starts. A dataset is damaged when a file of an
     array is missing, changed or unexpected, or ``meta.json`` is unreadable or has no checksums
-    (``data.store.prepared_fault``: sizes and sha256, ~1.4 GB/s of stored bytes). Its folder
+    (``data.store.prepared_fault``: sizes and sha256). Its folder
     ``results/data/<name>`` becomes ``results/data/<name>.damaged`` (replacing an older one),
     and one line per dataset is printed. Nothing is done while another snakemake process works
     in ``workdir`` (a train job of that run may be reading the dataset) or when that cannot be
@@ -144,13 +140,9 @@ def set_aside_damaged_data(config: dict, workdir=".") -> list[str]:
 def clear_stale_locks(workdir=".") -> str | None:
     """Remove Snakemake's directory lock when no snakemake runs in ``workdir``.
 
-    ``kill -9`` of snakemake (or a lost node) leaves ``.snakemake/locks/`` behind, and the next
-    run stops with a LockException until someone runs ``--unlock``. The lock only guards against
-    two snakemake processes writing the same outputs, so a lock whose owner is gone is removed
-    here (by ``kernelscale repair``, before snakemake starts). Not removed when another
-    snakemake process works in this directory (this includes jobs still running from a killed
-    run, which would race with a rerun) or when that cannot be checked (no /proc).
-    Returns the line it printed, or None."""
+    Called by ``kernelscale repair`` before snakemake starts. Not removed when another snakemake
+    process works in this directory (jobs still running from a killed run included) or when that
+    cannot be checked (no /proc). Returns the line it printed, or None."""
     import shutil
     import sys
     from pathlib import Path

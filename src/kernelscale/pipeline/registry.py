@@ -42,15 +42,15 @@ CPU_ONLY: dict[str, str] = {
 }
 
 ALGORITHMS: dict[str, dict[str, str]] = {
-    # doubly stochastic gradients and the variants reusing old features (papers 003, 000)
+    # doubly stochastic gradients and the variants reusing old features (UDSG, CDSG)
     "dsg": _DSG,
     "udsg": _DSG,
     "cdsg": _DSG,
-    # EigenPro (paper 004) and its unpreconditioned loop (plain kernel SGD)
+    # EigenPro and its unpreconditioned loop (plain kernel SGD)
     "eigenpro": _EIGENPRO,
     "eigenpro_rf": _EIGENPRO,
     "kernel_sgd": _EIGENPRO,
-    # Random Binning features (paper 002) with conjugate gradients / parallel coordinate descent
+    # Random Binning features with conjugate gradients / parallel coordinate descent
     "rb_cg": _RB,
     "rb_cd": _RB,
     # baselines

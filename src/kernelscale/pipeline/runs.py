@@ -5,9 +5,34 @@ the benchmark rule's arguments, run folders and the claims of ``make reproduce``
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 
-DEFAULT_TRAIN_RESOURCES = {"threads": 1, "mem_mb": 2000, "runtime": 60}
+# the config schema: the one place where the defaults of an algorithms entry are written
+CONFIG_SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@functools.cache
+def _schema() -> dict:
+    import yaml
+
+    return yaml.safe_load(CONFIG_SCHEMA.read_text())
+
+
+def _defaults(properties: dict) -> dict:
+    return {k: v["default"] for k, v in properties.items() if "default" in v}
+
+
+def entry_defaults() -> dict:
+    """Defaults of an ``algorithms`` entry (params, device, segments, step_test_rows), as the
+    config schema states them."""
+    return _defaults(_schema()["properties"]["algorithms"]["additionalProperties"]["properties"])
+
+
+def resource_defaults() -> dict:
+    """Defaults of a ``resources`` entry (threads, mem_mb, runtime), as the schema states them."""
+    return _defaults(_schema()["$defs"]["resources"]["properties"])
 
 
 def runs(config: dict) -> list[tuple[str, str, int]]:
@@ -32,7 +57,6 @@ def missing_local_files(config: dict) -> dict[str, list[str]]:
     """Datasets marked ``optional: true`` among the config's runs whose local (``path:``) files
     are not there, e.g. the papers' licensed data (TIMIT, ImageNet features): name -> the
     missing paths. (A missing file of any other dataset is an error: ``missing_file_errors``.)"""
-    from pathlib import Path
 
     from .data.spec import FILE_ROLES
 
@@ -50,12 +74,12 @@ def missing_local_files(config: dict) -> dict[str, list[str]]:
 
 def algorithm_spec(config: dict, name: str) -> dict:
     """What ``kernelscale train`` needs of an algorithms entry (estimator, params, device, ...)."""
-    spec = dict(config["algorithms"][name])
+    spec = {**entry_defaults(), **config["algorithms"][name]}
     # the config's shared params (e.g. one reg for every method), under the entry's own
-    params = {**(config.get("params") or {}), **(spec.get("params") or {})}
+    params = {**(config.get("params") or {}), **(spec["params"] or {})}
     return {"estimator": spec.get("estimator", name), "params": params,
-            "device": spec.get("device", "auto"), "segments": int(spec.get("segments", 10)),
-            "step_test_rows": int(spec.get("step_test_rows", 10000))}
+            "device": spec["device"], "segments": int(spec["segments"]),
+            "step_test_rows": int(spec["step_test_rows"])}
 
 
 def algorithm_spec_json(config: dict, name: str) -> str:
@@ -64,7 +88,7 @@ def algorithm_spec_json(config: dict, name: str) -> str:
 
 def train_resources(config: dict, name: str) -> dict:
     """threads / mem_mb / runtime (minutes) / gpu for a train job of algorithm ``name``."""
-    res = {**DEFAULT_TRAIN_RESOURCES, **((config.get("resources") or {}).get("train") or {})}
+    res = {**resource_defaults(), **((config.get("resources") or {}).get("train") or {})}
     spec = config["algorithms"][name]
     res.update(spec.get("resources") or {})
     res["gpu"] = 1 if spec.get("device", "auto") == "gpu" else 0
@@ -72,7 +96,7 @@ def train_resources(config: dict, name: str) -> dict:
 
 
 def bench_args(config: dict) -> str:
-    """Command-line options of ``benchmarks/harness.py`` from the config's ``bench`` section."""
+    """Command-line options of ``kernelscale bench`` from the config's ``bench`` section."""
     bench = config.get("bench") or {}
     args = []
     if bench.get("sections"):
@@ -106,7 +130,6 @@ def final_files(config: dict, dataset: str | None = None) -> list[str]:
 def reproduce_claims(path="config/reproduce.yaml") -> list[str]:
     """The claim names of ``config/reproduce.yaml`` (``claims:`` keys), one figure each
     (``results/reproduce/<claim>.png``); empty when the file is absent."""
-    from pathlib import Path
 
     import yaml
 

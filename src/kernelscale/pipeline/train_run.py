@@ -20,17 +20,15 @@ device, segments) on a prepared dataset and writes ``out_dir``:
 Iterative estimators (class attribute ``iterative = True``) are fitted in ``segments`` warm-started
 calls of ``n_iter`` iterations each; the test metric is evaluated (in chunks) after every segment
 and a checkpoint is written. Intermediate evaluations use the first ``step_test_rows`` test rows
-(default 10,000; 0 = all; column ``test_rows``), the last one always the whole test set. Rerunning after a kill loads the checkpoint and continues with the next
-segment. A checkpoint whose run description differs (other params, seed or data) is ignored.
+(default 10,000; 0 = all; column ``test_rows``), the last one always the whole test set.
+Rerunning after a kill loads the checkpoint and continues with the next segment. A checkpoint
+whose run description differs (other params, seed or data) is ignored.
 
 ``dask_scheduler`` ("local", "slurm" or a scheduler address; config ``dask:``) runs the chunked work
-of the fit and the evaluations on a dask cluster (``kernelscale.distributed``). Results do not
+of the fit and the evaluations on a dask cluster (``kernelscale.spread``). Results do not
 depend on it, so it is not part of the run description. The dataset is opened (and verified)
-before the cluster starts, so a bad dataset does not first wait for Slurm worker jobs.
-
-Once the cluster is up, every worker must read the dataset's first rows as the job does
-(``distributed.check_workers_read``): a worker without the job's file system is a one-line error
-before the fit, not a model trained on zarr's fill values.
+before the cluster starts; once it is up, every worker must read the dataset's first rows as the
+job does (``spread.cluster.check_workers_read``), else a one-line error before the fit.
 
 A run that fails before it has anything to resume (an unreachable scheduler, worker jobs that
 never start, workers that cannot read the dataset, a bad dataset) leaves no run folder behind
@@ -49,7 +47,6 @@ import json
 import os
 import pickle
 import platform
-import resource
 import shutil
 import sys
 import time
@@ -57,9 +54,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .. import __version__
-from ..distributed import check_workers_read, client_from_setting, current_client, use_client
+from ..budget import MB, lifetime_peak_rss_bytes, peak_rss_bytes, reset_peak_rss, rss_bytes
+from ..spread.cluster import check_workers_read, client_from_setting, current_client, use_client
 from .chosen import chosen_settings
 from .evaluate import evaluate, primary_metric
+from .runs import entry_defaults
 from .system_metrics import SystemSampler
 
 CHECKPOINT = "checkpoint.pkl"
@@ -109,44 +108,22 @@ def _jsonable(v):
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process in MB (Linux reports KB, macOS bytes)."""
-    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return r / (1 << 20) if sys.platform == "darwin" else r / 1024
-
-
-def _proc_status_mb(field: str) -> float | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
+    """Peak resident set of this process since it started, in MB."""
+    return lifetime_peak_rss_bytes() / MB
 
 
 class MethodMemory:
-    """The method's own peak memory: peak RSS during fit + evaluation minus the RSS just before.
-
-    The process RSS includes the interpreter, numpy, zarr, mlflow's imports (~200+ MB) and the
-    loading of the checkpoint, which say nothing about the method. On Linux the kernel's peak
-    (VmHWM) is reset to the current RSS by writing 5 to /proc/self/clear_refs, so ``peak()`` is
-    the high-water mark since ``start()``; elsewhere (or if the reset is refused) the process peak
-    since start-up is used, which can only over-state the baseline, never the method."""
+    """The method's own peak memory: peak RSS during fit + evaluation minus the RSS just before
+    (``budget.reset_peak_rss``); where the reset is refused, the process peak since start-up."""
 
     def start(self) -> None:
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-            self.reset = True
-        except OSError:
-            self.reset = False
-        rss = _proc_status_mb("VmRSS")
-        self.base = rss if (self.reset and rss is not None) else peak_rss_mb()
+        self.reset = reset_peak_rss()
+        rss = rss_bytes()
+        self.base = rss / MB if (self.reset and rss is not None) else peak_rss_mb()
 
     def peak(self) -> float:
-        hwm = _proc_status_mb("VmHWM") if self.reset else None
-        return max(0.0, (hwm if hwm is not None else peak_rss_mb()) - self.base)
+        peak = peak_rss_bytes() / MB if self.reset else peak_rss_mb()
+        return max(0.0, peak - self.base)
 
 
 def trivial_baseline(task: str, y_train, y_test) -> dict:
@@ -252,7 +229,7 @@ def build_estimator(spec: dict, task: str, seed: int):
 
     est = registry.make_estimator(spec["estimator"], task, **dict(spec.get("params") or {}))
     names = est.get_params(deep=False)
-    device = spec.get("device", "auto")
+    device = spec.get("device", entry_defaults()["device"])
     updates = {}
     if "random_state" in names:
         updates["random_state"] = int(seed)
@@ -279,7 +256,7 @@ def train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, *,
           dask_scheduler: str | None = None, dask_workers: int | None = None) -> dict | None:
     """Run (or resume) one training run; returns final.json's content, or None when stopped early
     by ``stop_after`` (number of segments to do in this call; for tests and debugging).
-    ``dask_scheduler``/``dask_workers``: see ``distributed.client_from_setting``; None keeps the
+    ``dask_scheduler``/``dask_workers``: see ``spread.client_from_setting``; None keeps the
     caller's ``use_client`` setting. A failure before there is anything to resume leaves no run
     folder this call created (``failed_start_leaves_nothing``)."""
     with failed_start_leaves_nothing(out_dir):
@@ -329,7 +306,7 @@ def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
     task = meta["task"]
     est, device = build_estimator(spec, task, seed)
     iterative = bool(getattr(est, "iterative", False))
-    segments = int(spec.get("segments", 10)) if iterative else 1
+    segments = int(spec.get("segments", entry_defaults()["segments"])) if iterative else 1
     if segments < 1:
         raise ValueError(f"algorithm {algorithm!r}: segments must be >= 1, got {segments}")
     key = run_key(meta, algorithm, spec, seed)
@@ -337,7 +314,7 @@ def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
     X, y = arrays["X_train"], arrays["y_train"]
     Xt, yt = arrays["X_test"], arrays["y_test"]
     chunk = eval_chunk_rows or meta.get("chunk_rows")
-    step_rows = int(spec.get("step_test_rows", 10000)) or None
+    step_rows = int(spec.get("step_test_rows", entry_defaults()["step_test_rows"])) or None
 
     state = {"key": key, "segment": 0, "train_time": 0.0, "eval_time": 0.0, "rows": [],
              "estimator": est, "peak_rss_mb": 0.0, "peak_mem_mb": 0.0, "resumed": 0,

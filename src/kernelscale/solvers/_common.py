@@ -132,7 +132,8 @@ DIVERGED = 1e4
 # A step within the stable limit lowers its own batch's loss (the shrink of the old terms alone
 # can raise it, to at most ~1/4 of the zero model's); twice the larger of the two is past it.
 # Square loss on points the step alone moves (a near-delta kernel): the ratio is
-# (eta k(x, x) / m - 1)^2, so eta k / m > 2.4 stops, where training R^2 turns negative at ~2.
+# (eta k(x, x) / m - 1)^2, so eta k / m > 1 + sqrt(2) ~ 2.4 stops (from 2 on the step already
+# leaves those points worse than f = 0).
 OVERSHOOT = 2.0
 # The smoothed watch (``DivergenceWatch(smoothed=True)``, DSG's): the batch objective's
 # exponential average over ~10 iterations, judged after a few, against the same average of the
@@ -145,6 +146,18 @@ WATCH_DECAY = 0.9
 # At the end of a run, the smoothed objective above that of f = 0 by more than NOISE_SE standard
 # errors of the smoothed difference stops it; less is a model no better than f = 0 (a warning).
 NOISE_SE = 3.0
+
+
+def steps(n_iter, per_epoch: int, auto_epochs: float) -> int:
+    """Solver steps for ``n_iter``: an integer as given, "K epochs" = ceil(K ``per_epoch``),
+    "auto" = ``auto_epochs`` epochs."""
+    if n_iter == "auto":
+        epochs = auto_epochs
+    elif isinstance(n_iter, str):
+        epochs = float(n_iter.strip().split("epoch")[0])
+    else:
+        return int(n_iter)
+    return int(math.ceil(epochs * per_epoch - 1e-9))
 
 
 class Progress:
@@ -199,10 +212,9 @@ class DivergenceWatch:
       ``watch_growth = False``);
     * the record's ``after`` (the same batch's objective right after its step, on the points it
       has just learned from) is not finite or above ``OVERSHOOT`` times the larger of the batch
-      objective and its start. The batch objective is measured before a step, on points a kernel
+      objective and its start. The batch objective is taken before a step, on points a kernel
       expansion may not have seen: with a near-delta kernel f stays ~0 there while each step
-      overshoots on its own points (NORMA at sigma = 0.3 in 10 dimensions, eta0 = 5e3: training
-      R^2 = -48 with a flat batch objective);
+      overshoots on its own points;
     * ``smoothed``: the averaged batch objective, after ``WATCH_AFTER`` iterations, is above
       ``WORSE_THAN_ZERO`` times the average objective of f = 0 (the solver's
       ``zero_objective``, set by its step), and at the end of a run (``end``) above it by more

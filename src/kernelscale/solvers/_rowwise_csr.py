@@ -1,10 +1,7 @@
 """A CSR matrix on the GPU whose products are the same bit for bit on every run.
 
-cuSPARSE's default SpMV / SpMM (what cupyx.scipy.sparse uses) may split a row's sum over threads
-and add the pieces in a run-dependent order, so RB-CG gave a slightly different model each run
-from the same seed. Here one thread sums one output entry over its row's nonzeros in storage
-order: deterministic, and as fast for RB's short, even rows of Z. Used by ``rb_cg`` on cupy;
-``from_scipy`` returns ``None`` where the namespace has no RawKernel (tests/gpu/fakecupy).
+One thread sums one output entry over its row's nonzeros in storage order. Used by ``rb_cg`` on
+cupy; ``from_scipy`` returns ``None`` where the namespace has no RawKernel (tests/gpu/fakecupy).
 """
 
 from __future__ import annotations

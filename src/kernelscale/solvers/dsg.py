@@ -1,5 +1,7 @@
-"""Doubly stochastic functional gradients: DSG (paper 003, Alg. 1-2) and the variants that reuse
-old random features, UDSG (paper 000, Alg. 3) and CDSG (paper 000, Alg. 4, eqs. 6-9).
+"""Doubly stochastic functional gradients: DSG (Dai, Xie, He, Liang, Raj, Balcan, Song, "Scalable
+Kernel Methods via Doubly Stochastic Gradients", NIPS 2014, Alg. 1-2) and the variants that reuse
+old random features, UDSG and CDSG ("Fast Doubly Stochastic Kernel Machines", Alg. 3, and Alg. 4
+with eqs. 6-9).
 
 The model is f(x) = sum_j phi_j(x) alpha_j, phi_j the j-th seeded block of F random Fourier features
 (``kernels.FourierBlocks``) and alpha_j an F x C coefficient block. Iteration t (1-based), batch of B:
@@ -15,16 +17,19 @@ The model is f(x) = sum_j phi_j(x) alpha_j, phi_j the j-th seeded block of F ran
 
 Step size gamma_t = eta0 / (1 + t / t0) ("inverse"), eta0 / t ("theory", needs eta0 nu in (1, 2)),
 eta0 / sqrt(1 + t / t0) ("inverse_sqrt") or eta0 ("constant"). ``eta0="auto"`` takes the largest
-stable mini-batch step of EigenPro (paper 004, section 4): eta0 = B / (beta + (B - 1) lambda_1) with
-beta = max k(x, x) = 1 and lambda_1 the top eigenvalue of the first block's feature covariance
-phi^T phi / B on the first batch (an estimate of the kernel operator's top eigenvalue). A fixed
-eta0 of 1 is far too small when kernel values between points are small (lambda_1 << 1).
+stable mini-batch step of EigenPro (Ma, Belkin, "Diving into the Shallows: a Computational
+Perspective on Large-Scale Shallow Learning", NIPS 2017, section 4) with the shrink term:
+eta0 = B / (beta + (B - 1) lambda_1 + B nu) with beta = max k(x, x) = 1 and lambda_1 the top
+eigenvalue of the first block's feature covariance phi^T phi / B on the first batch (an estimate of
+the kernel operator's top eigenvalue), capped by ``DSGSolver._noise_cap``; with
+``precondition=True`` eta0 = 1 / (1 + nu), with "eigenpro" ``DSGSolver._eigenpro_eta0`` (also
+capped).
 
-CDSG checking rule — our reading of paper 000's eq. (9), whose typesetting is garbled in the copy we
-have. For block k let beta_k be the running sum of -step * mean-gradient put into it (shrunk like
-alpha), g_bar = (1/B) sum_b loss'(u_b, y_b), M a bound on |loss'| and sigma_k^2 the variance of the
-block's kernel estimate phi_k(x)^T phi_k(x') - k(x, x') (estimated on the batch that created it).
-The constant (kappa + phi)^2 multiplies every term of eq. (8) and cancels. Reusing block k with step
+CDSG checking rule: our reading of eq. (9) of "Fast Doubly Stochastic Kernel Machines". For block
+k let beta_k be the running sum of -step * mean-gradient put into it (shrunk like alpha),
+g_bar = (1/B) sum_b loss'(u_b, y_b), M a bound on |loss'| and sigma_k^2 the variance of the block's
+kernel estimate phi_k(x)^T phi_k(x') - k(x, x') (estimated on the batch that created it). The
+constant (kappa + phi)^2 multiplies every term of eq. (8) and cancels. Reusing block k with step
 eta keeps the DSG error bound when
 
     2 ||beta_k - eta g_bar||^2 + 2 eta^2 M^2 sigma_k^2 / B  <=  ||beta_k||^2 + gamma_t^2 ||g_bar||^2,
@@ -32,13 +37,10 @@ eta keeps the DSG error bound when
 a quadratic inequality a eta^2 + b eta + c <= 0 with a = 2||g||^2 + 2 M^2 sigma_k^2 / B,
 b = -4 beta_k.g, c = ||beta_k||^2 - gamma_t^2 ||g||^2. Its largest root is the expected line-search
 step eta_k. With k* = argmax eta_k: if eta_k* < gamma_t (or no root is real) a new block is drawn,
-otherwise block k* is updated with step min(eta_k*, cap). The default cap (``max_step_ratio=None``,
-the paper's method) is eta0, the largest stable step (with eta0="auto": EigenPro's mini-batch bound,
-or 1 for preconditioned steps): gamma_t decays below it, the line search may step longer than
-gamma_t but never past what one batch can take without oscillating (uncapped, the 2-5 gamma_t steps
-it proposed on early iterations with gamma_t ~ eta0 oscillated). A number caps the step at
-max_step_ratio * gamma_t instead (1: CDSG only saves blocks). The cap also keeps the shrink factor
-1 - eta nu positive (eta <= 0.5 / nu).
+otherwise block k* is updated with step min(eta_k*, cap). The cap is eta0, the largest stable step,
+with ``max_step_ratio=None`` (the paper's method), else max_step_ratio * gamma_t (1: CDSG only
+saves blocks); with nu > 0 it is at most 0.5 / nu, so that the shrink factor 1 - eta nu stays at
+least 1/2.
 """
 
 from __future__ import annotations
@@ -52,20 +54,16 @@ from ..backend import to_numpy
 from ..kernels import FourierBlocks, Kernel
 from ..losses import Loss
 from ..rng import UDSG_REUSE, block_generator
-from ._common import DivergenceWatch, run_loop
+from ._common import DivergenceWatch, steps
 
 VARIANTS = ("dsg", "udsg", "cdsg")
 SCHEDULES = ("inverse", "theory", "inverse_sqrt", "constant")
-# f(X) is evaluated over groups of blocks whose (rows, g F) feature matrix is at most this big:
-# every step evaluates f on its batch over all t blocks so far, and without a cap that matrix
-# grows with t (it was the largest allocation of an out-of-core run). Fixed, not taken from the
-# memory budget, so that a model does not depend on the budget (grouping changes the rounding);
-# the budget planner counts it (``work_bytes``). On a CPU the group size hardly changes the
-# product's speed (``benchmarks/results/design-measurements.md``, "DSG's block groups").
+# f(X) is evaluated over groups of blocks whose (rows, g F) feature matrix is at most this big
+# (at least one block), on a CPU; fixed, not taken from the memory budget, so that a model does not
+# depend on the budget (grouping changes the rounding); the budget planner counts it
+# (``work_bytes``). Reasons: docs/design.md, "DSG's block groups".
 GROUP_BYTES = 2 * 2**20
-# On a GPU every group costs a few kernel launches of host time whatever its size, so groups are
-# larger there (benchmarks/results/gpu-2026-11-24-h100.md, DSG-family time per iteration).
-GPU_GROUP_BYTES = 64 * 2**20
+GPU_GROUP_BYTES = 64 * 2**20  # the same on a GPU
 SCALE_FLOOR = 1e-100  # the lazy shrink factor is folded into the coefficients below this
 
 
@@ -75,8 +73,7 @@ def group_bytes(xp) -> int:
 RIDGE_FACTOR = 0.01
 # the block Newton step is a ridge regression of the batch's residual on the block's F features;
 # its ridge keeps the effective degrees of freedom tr(C (C + lambda I)^-1) at most this share of
-# the batch, so that the step does not interpolate the batch (at B = F and small reg it did:
-# train R^2 -0.5, or divergence, on make_friedman1; issue 25)
+# the batch, so that the step does not interpolate the batch (``DSGSolver._newton_ridge``)
 NEWTON_DF_SHARE = 0.5
 # share of the objective of f = 0 that the random-feature noise of all plain steps together may
 # add (``DSGSolver._noise_cap``)
@@ -89,11 +86,11 @@ WATCH = DivergenceWatch("DSG", "set a smaller eta0, a larger t0, a larger bandwi
 
 @dataclass
 class DSGConfig:
-    """Settings of one DSG / UDSG / CDSG run, checked on creation (one-line ValueErrors).
+    """Settings of one DSG / UDSG / CDSG run, taken as given (the estimators check them).
 
-    The step schedule is ``step_size``; ``n_new`` / ``n_reuse`` are UDSG's G and U (paper 000,
-    Alg. 3); ``max_step_ratio`` and ``grad_bound`` (M) tune CDSG's checking rule (paper 000,
-    eq. (9); see the module docstring).
+    The step schedule is ``step_size``; ``n_new`` / ``n_reuse`` are UDSG's G and U ("Fast
+    Doubly Stochastic Kernel Machines", Alg. 3); ``max_step_ratio`` and ``grad_bound`` (M) tune
+    CDSG's checking rule (its eq. (9); see the module docstring).
     """
 
     variant: str = "dsg"
@@ -108,29 +105,9 @@ class DSGConfig:
     max_step_ratio: float | None = None  # None: capped at the stability limit eta0 only
     grad_bound: float | None = None  # M of CDSG; None: the loss's own bound, else running max
 
-    def __post_init__(self):
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant={self.variant!r} must be one of {VARIANTS}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"step schedule={self.schedule!r} must be one of {SCHEDULES}")
-        for name in ("block_size", "n_new"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r} must be >= 1")
-        if self.precondition not in (False, True, "eigenpro"):
-            raise ValueError(f"precondition={self.precondition!r} must be False, True or "
-                             "'eigenpro'")
-        if int(self.n_reuse) < 0:
-            raise ValueError(f"n_reuse={self.n_reuse!r} must be >= 0")
-        if not self.reg >= 0 or not math.isfinite(self.reg):
-            raise ValueError(f"reg={self.reg!r} must be a finite number >= 0")
-        if self.eta0 != "auto" and not (isinstance(self.eta0, (int, float)) and self.eta0 > 0):
-            raise ValueError(f"eta0={self.eta0!r} must be 'auto' or a number > 0")
-        if not self.t0 > 0:
-            raise ValueError(f"t0={self.t0!r} must be > 0")
-
     def step_size(self, t: int, eta0: float) -> float:
         """gamma_t for 1-based iteration t: eta0 / (1 + t / t0) ("inverse"), eta0 / t ("theory",
-        paper 003, Alg. 1), eta0 / sqrt(1 + t / t0) ("inverse_sqrt") or eta0 ("constant")."""
+        Dai et al. 2014, Alg. 1), eta0 / sqrt(1 + t / t0) ("inverse_sqrt") or eta0 ("constant")."""
         if self.schedule == "inverse":
             return eta0 / (1.0 + t / self.t0)
         if self.schedule == "theory":
@@ -138,6 +115,105 @@ class DSGConfig:
         if self.schedule == "inverse_sqrt":
             return eta0 / math.sqrt(1.0 + t / self.t0)
         return eta0
+
+
+# -- "auto" settings: the rules (reasons and measurements: docs/design.md) ----------------------
+AUTO_BLOCK_RANGE = (256, 4096)  # F: the smallest and largest blocks of Dai et al. 2014
+BATCH_PER_BLOCK = 4  # B >= 4 F
+AUTO_EPOCHS = 4
+MIN_AUTO_ITERATIONS = 32
+DEFAULT_T0 = 100.0  # t0 where the step is not EigenPro's
+EIGENPRO_SUBSAMPLE = 2000  # rows whose block covariance gives the "eigenpro" preconditioner
+EIGENPRO_MIN_BATCH = 128  # "auto" takes the EigenPro step from this batch size on
+
+
+def _pow2(x: float) -> int:
+    return 2 ** int(round(math.log2(max(1.0, x))))
+
+
+def auto_block_size(n: int, d: int = 1) -> int:
+    """F for ``block_size="auto"``: max(4 sqrt(n), d / 2) rounded to a power of two, within
+    ``AUTO_BLOCK_RANGE``."""
+    lo, hi = AUTO_BLOCK_RANGE
+    want = max(4.0 * math.sqrt(max(1, int(n))), int(d) / 2)
+    return int(min(hi, max(lo, _pow2(want))))
+
+
+def auto_batch_size(n: int, block_size: int) -> int:
+    """B for ``batch_size="auto"``: max(4 F, 16 sqrt(n) rounded to a power of two), at most n."""
+    n = max(1, int(n))
+    return int(min(n, max(BATCH_PER_BLOCK * int(block_size), _pow2(16.0 * math.sqrt(n)))))
+
+
+def auto_sizes(n: int, d: int, block_size="auto", batch_size="auto") -> tuple[int, int]:
+    """(F, B) for ``block_size`` / ``batch_size``, each "auto" or a number."""
+    F = auto_block_size(n, d) if block_size == "auto" else int(block_size)
+    B = auto_batch_size(n, F) if batch_size == "auto" else int(batch_size)
+    return F, B
+
+
+def auto_iterations(n: int, batch_size: int, new_share: float = 1.0) -> int:
+    """T for ``n_iter="auto"``: max(``MIN_AUTO_ITERATIONS``, ceil(``AUTO_EPOCHS`` n / B)) /
+    sqrt(``new_share``), rounded up; no upper bound."""
+    base = max(MIN_AUTO_ITERATIONS, -(-AUTO_EPOCHS * int(n) // max(1, int(batch_size))))
+    if not 0.0 < new_share <= 1.0:
+        raise ValueError(f"new_share={new_share!r} must be in (0, 1]")
+    return int(math.ceil(base / math.sqrt(new_share) - 1e-9))
+
+
+def new_block_share(variant: str, n_new: int = 1, n_reuse: int = 1) -> float:
+    """Share of steps that draw a new block where it is fixed in advance: G / (G + U) for UDSG,
+    1 for DSG and CDSG."""
+    if variant == "udsg":
+        return int(n_new) / (int(n_new) + int(n_reuse))
+    return 1.0
+
+
+@dataclass(frozen=True)
+class AutoSettings:
+    """What the "auto" rules resolve for one fit on n rows of d columns."""
+
+    config: DSGConfig
+    batch_rows: int  # B as asked (before the cap at n)
+    batch_size: int  # B used: min(B, n)
+    per_epoch: int  # ceil(n / B)
+    n_iter: int  # iterations per fit
+
+
+def auto_settings(n: int, d: int, task: str, *, variant="dsg", block_size="auto",
+                  batch_size="auto", n_iter="auto", precondition="auto", t0="auto",
+                  max_step_ratio="auto", n_new=1, n_reuse=1, reg=0.0, eta0="auto",
+                  schedule="inverse") -> AutoSettings:
+    """Resolve every "auto" setting of a DSG-family fit (``task``: "classification",
+    "regression" or "novelty"; ``n_iter`` "auto", an integer or "K epochs"):
+
+    * F, B: ``auto_sizes``; B is capped at n;
+    * ``n_iter``: ``auto_iterations(n, B, new_block_share(...))``;
+    * ``precondition``: True (block Newton) for classification, "eigenpro" for regression at
+      B >= ``EIGENPRO_MIN_BATCH`` and False below, False otherwise;
+    * ``t0``: one epoch, ceil(n / B), with the "eigenpro" step, else ``DEFAULT_T0``;
+    * ``max_step_ratio``: 1 with the "eigenpro" step, else None."""
+    F, B = auto_sizes(n, d, block_size, batch_size)
+    used = min(B, n)
+    per_epoch = -(-n // used)
+    if n_iter == "auto":
+        iters = auto_iterations(n, used, new_block_share(variant, n_new, n_reuse))
+    else:
+        iters = steps(n_iter, per_epoch, 1)
+    if precondition == "auto":
+        regression = "eigenpro" if used >= EIGENPRO_MIN_BATCH else False
+        precondition = {"classification": True, "regression": regression}.get(task, False)
+    else:
+        precondition = precondition if precondition == "eigenpro" else bool(precondition)
+    if t0 == "auto":
+        t0 = float(per_epoch) if precondition == "eigenpro" else DEFAULT_T0
+    if max_step_ratio == "auto":
+        max_step_ratio = 1.0 if precondition == "eigenpro" else None
+    config = DSGConfig(variant=variant, block_size=F, reg=reg, eta0=eta0, schedule=schedule,
+                       t0=float(t0), n_new=int(n_new), n_reuse=int(n_reuse),
+                       precondition=precondition,
+                       max_step_ratio=None if max_step_ratio is None else float(max_step_ratio))
+    return AutoSettings(config, B, used, per_epoch, iters)
 
 
 class DSGModel:
@@ -244,8 +320,8 @@ class DSGSolver:
     """Runs DSG / UDSG / CDSG iterations on a model (see the module docstring)."""
 
     newton_ridge = None  # the Newton step's ridge floor, set by its first step
-    # f of the training rows kept between visits (``row_cache``); benchmarks switch it off to
-    # measure what it saves
+    # f of the training rows kept between visits (``row_cache``); False: every step evaluates f
+    # on its batch over all blocks
     use_row_cache = True
 
     def __init__(self, model: DSGModel, kernel: Kernel, loss: Loss, config: DSGConfig, seed: int):
@@ -262,7 +338,7 @@ class DSGSolver:
         self.horizon = 0  # iterations of the first run (the noise cap's sum for open schedules)
         self.obj_avg = None  # exponential average of the batch objective (divergence watch)
         self.zero_avg = None  # the same average at f = 0
-        self.row_cache = None  # per-row f between visits (``attach_rows``)
+        self.row_cache = None  # per-row f between visits (``keep_rows``)
 
     def __getstate__(self):
         # a model file keeps no per-row data: a fit resumed from it evaluates each row afresh on
@@ -271,7 +347,7 @@ class DSGSolver:
         state["row_cache"] = None
         return state
 
-    def attach_rows(self, n_rows: int, n_features: int) -> None:
+    def keep_rows(self, n_rows: int, n_features: int) -> None:
         """Keep f of the n_rows training rows between visits (``row_cache.RowCache``); a cache
         of other sizes or another device is replaced."""
         from .row_cache import RowCache
@@ -287,11 +363,10 @@ class DSGSolver:
                                       model.blocks.dtype, self.seed)
 
     def _eigenpro(self, k: int, batch: int):
-        """EigenPro preconditioner P_k of block k (paper 004, Algorithm EigenPro, on the block's
-        features phi_k): from the covariance of phi_k over the fixed subsample ``X_S``, every
-        eigenvalue above beta_0 / min(M, B) is flattened to lambda_{q+1} (tau = 1). Below that
-        level a larger step no longer pays (the batch B is past the critical batch
-        beta / lambda_{q+1}, EigenPro 2's rule) and each flattened direction only adds noise.
+        """EigenPro preconditioner P_k of block k (Ma & Belkin 2017, Algorithm EigenPro, on the
+        block's features phi_k): from the covariance of phi_k over the fixed subsample ``X_S``,
+        the eigenvalues above beta_0 / min(M, B), at most F / 4 of them, are flattened to
+        lambda_{q+1} (tau = 1).
 
         The block step then is  alpha_k -= gamma P_k (1/B) Phi_k(X_b)^T loss'(f(X_b), y_b): in
         function space, SGD with the kernel E[phi_k^T P_k phi_k], whose top eigenvalues are
@@ -299,14 +374,12 @@ class DSGSolver:
         direction i the fixed point is the ridge solution with lambda_i replaced by
         lambda_{q+1}: f_i = lambda_{q+1} f*_i / (lambda_{q+1} + nu) instead of
         lambda_i f*_i / (lambda_i + nu). Flattening stops at lambda_{q+1} >= nu / EIGENPRO_BIAS,
-        which bounds that change by EIGENPRO_BIAS (1 %) of f*_i; a large nu thus gets few or no
+        which bounds that change by EIGENPRO_BIAS of f*_i; a large nu thus gets few or no
         flattened directions (the plain step)."""
-        from ..preconditioners import PrimalPreconditioner
+        from .preconditioners import PrimalPreconditioner
 
         Z_S = self.model.blocks.features(self.X_S, k)
-        # at most F / 4 directions: flattening most of a block's F directions whitens it, which
-        # is the block Newton step and its moved fixed point (R^2 -1.05 on scikit-learn's
-        # regression check at F = 32); on the real sets the floors stop at q = 14-44 of 256
+        # at most F / 4 directions (docs/design.md, "DSG's block steps")
         q = min(min(Z_S.shape) - 1, Z_S.shape[1] // 4)
         return PrimalPreconditioner(Z_S, q, 1.0, self.model.xp, method="eigh",
                                     seed=self.seed, batch_size=batch,
@@ -315,12 +388,9 @@ class DSGSolver:
     def _eigenpro_eta0(self, X) -> float:
         """Step of a preconditioned block: m / (beta + (m - 1) lambda + m nu), eq. (S1) of
         ``preconditioners`` with the shrink term, so that 1 - gamma nu stays in (0, 1]; beta
-        measured on the first batch as well as on the subsample (block 0; every block has the
-        same distribution). lambda is the top eigenvalue of the preconditioned covariance on
-        the first batch, not the subsample's lambda_{q+1}: on other rows the flattened
-        directions leak back (protein, B = 4,096, F = 1,024: 0.0021 against 0.00054), and a
-        step of 1 / lambda_{q+1} then overshoots them (gamma lambda = 2.7 > 2 there; the test
-        RMSE swung between 0.54 and 1.4 from one stopping point to the next)."""
+        the largest over the first batch and the subsample (block 0; every block has the same
+        distribution), lambda the larger of the subsample's lambda_{q+1} and the top eigenvalue
+        of the preconditioned covariance on the first batch (``top_eigenvalue``)."""
         if self.X_S is None:
             raise ValueError('precondition="eigenpro" needs the subsample rows (solver.X_S)')
         B = X.shape[0]
@@ -338,15 +408,12 @@ class DSGSolver:
         Every new block draws new noise, so it adds up over the run: sum_t gamma_t^2 sigma^2 / B
         times the residual. Where the kernel learns, each step's decrease 2 gamma <r, K r>
         outweighs it; where it cannot (a bandwidth far below the data's scale: K r ~ 0 off
-        the batch) nothing does, and with EigenPro's step (~B at lambda_1 ~ 0) the noise grew the
-        error 100-800 fold (issue 25). Capping eta0 at sqrt(NOISE_SHARE B / (sigma^2 S)),
+        the batch) nothing does. Capping eta0 at sqrt(NOISE_SHARE B / (sigma^2 S)),
         S = sum_t (gamma_t / eta0)^2 over the run (at most t0 for "inverse", pi^2/6 for
         "theory", ``horizon`` terms otherwise), bounds the added noise at NOISE_SHARE of the
         residual. That is the worst case, no decrease at all; for the square loss the cap is
-        raised to lambda_r B / sigma^2 (see the code) where the kernel learns on the first batch,
-        so that EigenPro's larger preconditioned step keeps its pace there. The watch in ``run``
-        cannot stand in for the cap: once batches repeat (epoch 2 on) their objective no longer
-        shows the noise on rows outside the training set."""
+        raised to lambda_r B / sigma^2 (see the code) where the kernel learns on the first
+        batch."""
         cfg = self.config
         sigma2 = max(self._block_variance(self.model.blocks.features(X, 0), X), 1e-12)
         B = X.shape[0]
@@ -375,8 +442,7 @@ class DSGSolver:
         """EigenPro's mini-batch step for the regularised problem, B / (1 + (B - 1) lambda_1 + B nu)
         from block 0 on this batch (the Hessian of the square loss plus (nu/2)||f||^2 is
         H + nu I). By construction gamma nu < 1: the shrink factor 1 - gamma nu stays in (0, 1]
-        (a narrow kernel has lambda_1 ~ 0, and without the nu term the step B made
-        1 - gamma nu hugely negative: R^2 = -1e79 at bandwidth 0.3, nu = 0.1)."""
+        even where lambda_1 ~ 0 (a narrow kernel)."""
         xp, B = self.model.xp, X.shape[0]
         Z = self.model.blocks.features(X, 0)
         lam1 = float(xp.linalg.eigvalsh(Z.T @ Z / B)[-1])
@@ -446,7 +512,7 @@ class DSGSolver:
     def step_rows(self, rows: LocalRows) -> dict:
         """One iteration whose row work (f on the batch, the loss derivative, the block's
         products) ``rows`` does: here (``LocalRows``) or spread over dask workers
-        (``kernelscale.distributed_dsg``); the choices and the update are made here."""
+        (``kernelscale.spread``); the choices and the update are made here."""
         cfg, model = self.config, self.model
         self.t += 1
         t = self.t
@@ -504,23 +570,64 @@ class DSGSolver:
     def xp(self):
         return self.model.xp
 
-    def advance(self, batch) -> dict:
-        """One step of ``run_loop`` on ``batch``: (X, Y[, ids]) held here, or the row work of
-        a spread batch (``kernelscale.distributed_dsg``)."""
-        return self.step(*batch) if isinstance(batch, tuple) else self.step_rows(batch)
+    @property
+    def block_size(self) -> int:
+        return self.model.blocks.F
 
-    def run(self, batches, n_iter: int, history: dict, on_step=None) -> None:
-        """``n_iter`` iterations over ``batches(t)`` through ``run_loop``, with the smoothed
-        divergence watch (a batch objective far above its start, or its average above that of
-        f = 0, stops the run with a one-line error); appends to ``history``."""
+    watch = WATCH
+
+    def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
+        """Bytes of one step's working set besides the rows (``training``): one group of
+        blocks' features for f(batch) (``group_bytes``), the new block's features with its
+        gradient product, and with ``precondition="eigenpro"`` the subsample rows, their block
+        features and the F x F eigen-decomposition. Independent of t, so that every
+        warm-started segment plans the same window."""
+        blocks, B, d = self.model.blocks, min(int(batch_size), int(n_rows)), int(n_features)
+        item = blocks.dtype.itemsize
+        group = blocks.group_size(B, group_bytes(blocks.xp)) * B * blocks.F * item
+        work = B * (d + 2 * blocks.F) * item + group
+        if self.config.precondition == "eigenpro":
+            M, F = min(int(n_rows), EIGENPRO_SUBSAMPLE), blocks.F
+            work += M * (d + F) * item + 3 * F * F * 8
+        return work
+
+    def row_state_bytes(self, n_rows: int) -> int:
+        """Bytes of the per-row f cache for ``n_rows`` rows (``row_cache.RowCache``)."""
+        from .row_cache import RowCache
+
+        return RowCache.nbytes(int(n_rows), self.model.n_outputs, self.model.blocks.dtype.itemsize)
+
+    def drop_rows(self) -> None:
+        self.row_cache = None
+
+    def prepare(self, X, Y, window_rows: int, n_iter: int) -> None:
+        """Before a run: the "eigenpro" subsample rows (read in window-sized pieces) and the
+        first run's horizon (``_noise_cap``)."""
+        if self.config.precondition == "eigenpro":
+            from ..stream import take_rows
+            from .preconditioners import subsample_indices
+
+            xp, dtype, n = self.xp, self.model.blocks.dtype, int(X.shape[0])
+            idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed)
+            step = max(1, int(window_rows))
+            self.X_S = xp.concatenate([xp.asarray(take_rows(X, idx[i:i + step]), dtype=dtype)
+                                       for i in range(0, len(idx), step)])
         if not self.horizon:
             self.horizon = int(n_iter)
-        run_loop(self, batches, n_iter, history, "DSG", on_step=on_step, watch=WATCH)
+
+    def release(self) -> None:
+        """After a run: the model keeps no data (the next run reads its subsample again)."""
+        self.X_S = None
+
+    def advance(self, batch) -> dict:
+        """One step of ``run_loop`` on ``batch``: (X, Y[, ids]) held here, or the row work of
+        a spread batch (``kernelscale.spread``)."""
+        return self.step(*batch) if isinstance(batch, tuple) else self.step_rows(batch)
 
 
 class LocalRows:
     """The row work of one iteration on a batch held here: what ``DSGSolver.step_rows`` asks of
-    a batch, with the in-process arithmetic (``kernelscale.distributed_dsg.SpreadRows`` does the
+    a batch, with the in-process arithmetic (``kernelscale.spread.dsg.SpreadRows`` does the
     same over dask workers and adds their partial sums in worker order)."""
 
     def __init__(self, solver: DSGSolver, X, Y, ids=None):

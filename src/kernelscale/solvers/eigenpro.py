@@ -1,10 +1,11 @@
-"""EigenPro iteration (Ma & Belkin, NIPS 2017, paper 004): preconditioned mini-batch SGD for the
-square loss, in the RKHS over the training points (``KernelEigenPro``) and on random Fourier
-features (``RFFEigenPro``).
+"""EigenPro iteration (Ma, Belkin, "Diving into the Shallows: a Computational Perspective on
+Large-Scale Shallow Learning", NIPS 2017): preconditioned mini-batch SGD for the square loss, in
+the RKHS over the training points (``KernelEigenPro``) and on random Fourier features
+(``RFFEigenPro``).
 
 Both minimise L = (1/2n) sum_i ||f(x_i) - y_i||^2 without explicit regularisation (the paper's
 setting: early stopping is the regulariser). Batch size and step size follow §4; the formulas are
-(S1)-(S2) in ``kernelscale.preconditioners``. With ``n_eigenvectors=0`` the same loop runs
+(S1)-(S2) in ``kernelscale.solvers.preconditioners``. With ``n_eigenvectors=0`` the same loop runs
 without a preconditioner (plain SGD with the same step-size rule) - the comparison baseline.
 """
 
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ..preconditioners import (
+from ..budget import batch_bytes
+from ._common import DeviceState, TailAverage, kernel_apply, take_rows
+from .preconditioners import (
     KernelPreconditioner,
     PrimalPreconditioner,
     critical_batch_size,
@@ -20,19 +23,17 @@ from ..preconditioners import (
     step_size,
     subsample_indices,
 )
-from ._common import DeviceState, TailAverage, kernel_apply, take_rows
 
-# Rows (besides the subsample) on which beta = max ||P^{1/2} phi(x)||^2 is measured.
+# Rows (besides the subsample) on which beta = max ||P^{1/2} phi(x)||^2 is estimated.
 PROBE_ROWS = 2000
 
 # Budget for the (m x n) kernel block of one kernel-EigenPro iteration; caps the auto batch size.
 BATCH_BLOCK_BYTES = 256 * 2**20
 
 
-# The paper's mini-batch size for every iterative method (paper 004 §6: "For consistent comparison,
-# all iterative methods use mini-batch of size m = 256"). It is the floor of the automatic batch:
-# for plain SGD (k = 0) the critical batch m* = beta / lambda_1 is ~1-2 points (lambda_1 carries a
-# large share of the trace), and batches that small make each iteration almost worthless.
+# The paper's mini-batch size for every iterative method (Ma & Belkin 2017, §6: "For consistent
+# comparison, all iterative methods use mini-batch of size m = 256"): the floor of the automatic
+# batch (docs/design.md, "Estimators and their defaults").
 MIN_AUTO_BATCH = 256
 
 
@@ -59,11 +60,10 @@ def choose_batch_and_step(beta: float, lam: float, n: int, batch_size, eta, max_
 def batch_step(eta: float, beta: float, lam: float, m_nominal: int, m: int) -> float:
     """Step for a batch of m rows when ``eta`` was chosen for m_nominal rows.
 
-    (S1) grows almost linearly in m for m < m*: eta(m_nominal) applied to a short batch (the
-    remainder of an epoch) overshoots ||P H_m||^{-1} by up to m_nominal / m - with the update
-    (eta / m) sum_j r_j phi_j, a 1-row remainder after a 1346-row batch got 673x the stable step
-    and diverged. The step is therefore rescaled by eta(m) / eta(m_nominal): the exact (S1) step
-    for m when eta is "auto", and the same relative step for a user-given eta.
+    (S1) grows almost linearly in m for m < m*, so eta(m_nominal) applied to a short batch (the
+    remainder of an epoch) overshoots ||P H_m||^{-1} by up to m_nominal / m. The step is
+    rescaled by eta(m) / eta(m_nominal): the exact (S1) step for m when eta is "auto", and the
+    same relative step for a user-given eta.
     """
     if m == m_nominal:
         return eta
@@ -80,7 +80,8 @@ class _StepMixin:
 class KernelEigenPro(_StepMixin, DeviceState):
     """Kernel EigenPro: f = sum_i alpha_i k(x_i, .) over the n training points.
 
-    One iteration on a batch B of m points (paper 004 §3 "Kernel EigenPro", Algorithm EigenPro):
+    One iteration on a batch B of m points (Ma & Belkin 2017, §3 "Kernel EigenPro", Algorithm
+    EigenPro):
         r = K_{B,X} alpha - Y_B                                 O(m n d)
         alpha_B -= (eta / m) r                                  (the SGD step)
         alpha_S += (eta / m) U diag(d) U^T K_{S,B} r            O(m M + k M), K_{S,B} is a
@@ -133,7 +134,7 @@ class KernelEigenPro(_StepMixin, DeviceState):
 
 
 class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
-    """EigenPro on random Fourier features (paper 004, Algorithm EigenPro with phi = RFF):
+    """EigenPro on random Fourier features (Ma & Belkin 2017, Algorithm EigenPro with phi = RFF):
     a linear model w (D x C) on phi(x) from ``FourierBlocks`` (one block of D features), updated by
         g = Phi_B^T (Phi_B w - Y_B) / m,   w -= eta P g,
     P from ``PrimalPreconditioner`` on a subsample of M rows. O(m D d + k D) per iteration; only the
@@ -172,6 +173,14 @@ class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
         self.sum_since = xp.zeros_like(self.w) if average else None
         self.n_before = self.n_since = 0
 
+    @property
+    def block_size(self) -> int:
+        return self.blocks.F
+
+    def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
+        """One step's working set (``training``): ``budget.batch_bytes``."""
+        return batch_bytes(batch_size, n_features, self.blocks.F, self.blocks.dtype)
+
     def to(self, xp):
         """Move the weights and the feature blocks to namespace ``xp``."""
         if self.blocks.xp is not xp:
@@ -181,7 +190,7 @@ class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
     def step(self, Xb, Yb=None):
         """One preconditioned step w -= eta P g on batch (Xb, Yb); returns the record
         {"objective": mean squared residual before the step}. ``Xb`` alone: the batch's rows are
-        spread over dask workers (``distributed_eigenpro.SpreadEigenProRF``), which return the
+        spread over dask workers (``kernelscale.spread.rff.SpreadRFFRows``), which return the
         row sums of the step."""
         if Yb is None:
             return self._step_spread(Xb)

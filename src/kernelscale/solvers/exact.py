@@ -1,4 +1,5 @@
-"""Exact kernel ridge regression by a direct solve (the reference solution of papers 002-004).
+"""Exact kernel ridge regression by a direct solve (the reference solution of the random binning,
+DSG and EigenPro papers).
 
     min_f  sum_i ||f(x_i) - y_i||^2 + ridge ||f||_H^2   =>   f = sum_i c_i k(x_i, .),
     (K + ridge I) c = Y,
@@ -22,13 +23,8 @@ BLOCK = 1024  # rows per panel of the blocked Cholesky: GEMM-sized, panels of n 
 
 def cholesky_solve_inplace(A: np.ndarray, Y: np.ndarray, block: int = BLOCK) -> np.ndarray:
     """Solve A c = Y for symmetric positive definite A by a blocked right-looking Cholesky that
-    overwrites A's lower triangle with L (A = L L^T), then two blocked triangular solves.
-
-    Why not LAPACK's potrf/potrs on the whole matrix: solve() copies the n x n matrix (out of
-    memory at n = 36,000 on 24 GB), and scipy's bundled 32-bit-integer OpenBLAS crashed inside
-    potrf at n = 41,157 (protein). Here every large product goes through numpy's matmul and
-    LAPACK only ever sees block x block diagonal pieces and block x n panels; the extra memory
-    is one panel. Same flops (n^3 / 3) as potrf.
+    overwrites A's lower triangle with L (A = L L^T), then two blocked triangular solves. Extra
+    memory: one block x n panel. Raises LinAlgError when A is not positive definite.
     """
     n = A.shape[0]
     Y = np.array(Y, dtype=np.result_type(A.dtype, Y.dtype), copy=True)

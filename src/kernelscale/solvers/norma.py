@@ -2,32 +2,12 @@
 
     f_{t+1} = (1 - eta_t reg) f_t - (eta_t / m) sum_{i in batch} loss'(f_t(x_i), y_i) k(x_i, .)
 
-Each step shrinks every old coefficient by (1 - eta_t reg), so a term added tau steps ago weighs at
-most prod (1 - eta reg) ~ exp(-reg sum eta): NORMA keeps only the newest ``budget`` terms (their
-truncation, §III), with a truncation error that decays geometrically in the budget. We store the
-terms in a ring buffer (centres and coefficients) and the common shrink factor as one scalar
-``scale`` (f = scale * sum_j c_j k(x_j, .)), so a step costs O(m budget d), independent of t.
-eta_t = eta0 / sqrt(t) ("invsqrt", the paper's rate for non-separable problems) or eta0 ("constant").
-
-Two details of the mini-batch, budgeted version:
-
-* Only points with a non-zero loss derivative become terms (NORMA's support vectors); a hinge
-  point outside the margin would add a zero coefficient that still takes a slot of the budget.
-* Classification losses: the batch-to-batch fluctuation of the mean coefficient is removed
-  (a control variate). With a wide kernel (median bandwidth on standardized data: k(x, x') ~ 0.6
-  for most pairs) f = sum_j c_j k(x_j, .) has a large, nearly constant component
-  ~ k_mean * sum_j c_j, and over the truncated window of the newest ``budget`` terms sum_j c_j is
-  dominated by the label imbalance of the last budget / batch_size batches - sampling noise,
-  std ~ k_mean (eta / m) sqrt(budget), larger than the class separation of f. Whole segments then
-  predicted a single class (accuracy 0.48-0.92 from one warm-started segment to the next on the
-  pipeline's binary set, budget 500, batch 32). Each step therefore stores
-  g_j - (mean_B g - mean_{<=t} g): the batch's mean derivative over its new terms is replaced by
-  its running average over all steps so far. The expectation of every update is unchanged - so
-  the systematic imbalance that encodes a class prior (an unbalanced problem) stays in the model -
-  and only the fluctuation of that one (top, near-constant) mode is cancelled. Full centring
-  (sum_j c_j = 0 per batch) would also remove the prior and fails on unbalanced classes.
-  Regression (square loss) is left as is: there the common mode is the target's mean, which the
-  smooth loss corrects itself.
+Only the newest ``budget`` terms are kept (the paper's truncation, §III), in a ring buffer of
+centres and coefficients with the common shrink factor as one scalar: f = scale * sum_j c_j
+k(x_j, .); a step costs O(m budget d). eta_t = eta0 / sqrt(t) ("invsqrt") or eta0 ("constant").
+Only points with a non-zero loss derivative become terms. Classification losses store
+g_j - (mean_B g - mean_{<=t} g): the batch's mean derivative over its new terms is replaced by its
+running average over all steps so far (a control variate; every update's expectation is unchanged).
 """
 
 from __future__ import annotations
@@ -67,7 +47,7 @@ class NORMA(DeviceState):
         self.t = 0
         # sum of log(1 - eta reg) so far, its value when each slot's term was added, and the
         # largest weight (relative to a new term) of a term the ring has dropped: the
-        # truncation's cost, NORMA's (1 - eta reg)^tau (§III), measured
+        # truncation's cost, NORMA's (1 - eta reg)^tau (§III)
         self.log_shrink = 0.0
         self.born = np.zeros(self.budget)
         self.dropped_weight = 0.0
@@ -97,9 +77,7 @@ class NORMA(DeviceState):
             g = self._control_variate(g, active)
         eta = self.eta(self.t)
         if self.reg > 0:
-            # clamp: eta reg <= 1/2 keeps the shrink factor 1 - eta reg in [1/2, 1] by
-            # construction (at eta reg >= 1 it would flip or zero f). At the defaults (eta0 = 0.5,
-            # reg = alpha / n with alpha <= 10) this binds only for n < 10.
+            # clamp: eta reg <= 1/2 keeps the shrink factor 1 - eta reg in [1/2, 1]
             eta = min(eta, 0.5 / self.reg)
         shrink = 1.0 - eta * self.reg
         self.scale *= shrink

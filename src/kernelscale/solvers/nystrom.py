@@ -1,5 +1,5 @@
-"""Nyström approximation + ridge regression (Williams & Seeger 2001; the "Nyström + linear solver"
-baseline of papers 002/003).
+"""Nyström approximation + ridge regression (Williams, Seeger, Using the Nyström Method to Speed Up
+Kernel Machines, NIPS 2001).
 
 Landmarks Z (m rows sampled without replacement with the model seed); K_ZZ = U diag(s) U^T, keeping
 eigenvalues s_j > rcond * s_1, gives the feature map phi(x) = T^T k(Z, x), T = U_r diag(s_r)^{-1/2},
@@ -8,9 +8,9 @@ whose inner products reproduce the Nyström kernel K_xZ K_ZZ^+ K_Zx. The ridge p
     min_w ||Phi w - Y||^2 + ridge ||w||^2            (ridge = n nu, scikit-learn's KernelRidge alpha)
 
 is solved through its r x r normal equations, accumulated over row chunks of X, so X is read
-chunk by chunk and never held. Under ``distributed.use_client`` (numpy backend) the chunks' products
-are computed on the dask cluster and added on the host in row order: the same sums as the local
-loop, bit for bit in float64. With m = n landmarks this is exact kernel ridge regression:
+chunk by chunk and never held. With ``rows`` (numpy backend; e.g. ``spread.ClusterRows`` on a dask
+client) the chunks' products are computed by ``rows.sum`` and added in row order: the same sums as
+the local loop, bit for bit in float64. With m = n landmarks this is exact kernel ridge regression:
 Phi Phi^T = K, so the fit equals K (K + ridge I)^{-1} Y.
 """
 
@@ -22,7 +22,6 @@ import numpy as np
 import scipy.linalg
 
 from ..backend import to_numpy
-from ..distributed import current_client, sum_blocks
 from ..stream import check_finite_rows, iter_row_chunks
 from ._common import DeviceState, kernel_apply
 
@@ -48,14 +47,14 @@ class NystromRidge(DeviceState):
         state.pop("_T", None)
         return state
 
-    def fit(self, X, Y, ridge: float, dtype, chunk_rows: int = 8192):
-        """Accumulate Phi^T Phi and Phi^T Y over chunks, solve the ridge system on the host."""
+    def fit(self, X, Y, ridge: float, dtype, chunk_rows: int = 8192, rows=None):
+        """Accumulate Phi^T Phi and Phi^T Y over chunks, solve the ridge system on the host.
+        ``rows``: runs the chunks' products (``rows.sum``; numpy backend), None: this process."""
         xp = self.xp
         r = self.rank
-        client = current_client()
-        if client is not None and xp is np:
-            AB = sum_blocks(_NormalBlock(self.kernel, self.Z, self._T, dtype), X, Y, client,
-                            chunk_rows=chunk_rows, row_offset=True)
+        if rows is not None and xp is np:
+            AB = rows.sum(_NormalBlock(self.kernel, self.Z, self._T, dtype), X, Y,
+                          chunk_rows=chunk_rows)
             A, B = AB[:, :r], AB[:, r:]
         else:
             A = xp.zeros((r, r), dtype=dtype)

@@ -11,13 +11,8 @@ with margin < 1 under w_t. Unrolling, w_{t+1} = (1/(reg t)) sum_j a_j y_j phi(x_
 Kernel evaluations only touch the current support (a_j != 0): O(m |SV| d) per iteration.
 
 The model predicts with the mean of the last iterates (``TailAverage``: a half to three quarters
-of them), not the last one. With the step 1/(reg t) the last iterate's expected suboptimality is
-O(log T / (reg T)) (Shamir & Zhang, "Stochastic gradient descent for non-smooth optimization:
-convergence results and optimal averaging schemes", ICML 2013) and it jumps from step to step;
-that of the alpha-suffix average is O(1 / (reg T)) (Rakhlin, Shamir & Sridharan, "Making
-gradient descent optimal for strongly convex stochastic optimization", ICML 2012). Since
-f_{s+1} has the coefficients a_s / (reg s), the model's are the tail mean of a_s / s (their
-support is a's), kept in O(m) per step (``_count_in``).
+of them): the tail mean of a_s / s (f_{s+1} has the coefficients a_s / (reg s)), kept in O(m) per
+step (``_count_in``).
 """
 
 from __future__ import annotations
@@ -32,9 +27,8 @@ class KernelPegasos(TailAverage, DeviceState):
     ``a`` (n x C) and the tail sums of ``_count_in``; f is evaluated as in the module docstring."""
 
     _arrays = ("X", "Y", "a", "sum_before", "sum_since")
-    # the step 1/(reg t) is the algorithm's own and its iterate is bounded by construction,
-    # ||w_t|| <= max ||phi|| / reg (sum_j a_j <= t); with reg = alpha / n the early hinge is
-    # legitimately ~1/reg times its start, so run_loop watches finiteness only
+    # the iterate is bounded by construction, ||w_t|| <= max ||phi|| / reg (sum_j a_j <= t), and
+    # the early hinge may be ~1/reg times its start: run_loop watches finiteness only
     watch_growth = False
 
     def __init__(self, kernel, X, Y, reg: float, xp: ModuleType):

@@ -1,5 +1,6 @@
-"""L1-regularised loss minimisation by parallel randomized coordinate descent (Wu et al., KDD 2016,
-§4, Algorithm 2; eqs. 23-27).
+"""L1-regularised loss minimisation by parallel randomized coordinate descent (Wu, Chen, Yen, Yan,
+Revisiting Random Binning Features: Fast Convergence and Strong Parallelizability, KDD 2016, §4,
+Algorithm 2; eqs. 23-27).
 
 Objective (23):  F(w) = lambda ||w||_1 + (1/N) sum_i L(w.z_i, y_i).
 For coordinate j, with g_j = (1/N) sum_i L'(yhat_i, y_i) z_ij (eq. 25) and
@@ -12,16 +13,10 @@ beta: square loss 1/2 (u-y)^2 -> 1; logistic log(1+e^{-yu}) -> 1/4; squared hing
 max(0, 1-yu)^2 -> 2 (the losses of ``kernelscale.losses``).
 
 Parallelism (the "tau threads" of Alg. 2): each epoch draws a seeded random permutation of the D
-coordinates and splits it into tau contiguous slices; tau numba threads update their slices at the
-same time without locks (asynchronous, Hogwild-style parallel CD as in Liu et al. / Bradley et al.,
-refs [16], [1] of the paper). Each w_j is written only by the thread owning j; the responses yhat
-are shared. With RB features every
-row touches only R of the D coordinates, so two threads rarely touch the same yhat_i -- that
-sparsity is what gives the paper's speed-up tau / (1 + (R-1)(tau-1)/(D-1)) (eq. 29). A lost update of
-yhat_i from a race would make yhat drift from Z w, so with tau > 1 we recompute yhat = Z w after
-every epoch (O(nnz(Z)), by rows in parallel; it costs about half an epoch). tau = 1 is fully
-deterministic; tau > 1 is not bit-reproducible (thread interleaving), but converges to the same
-objective (convex problem).
+coordinates and splits it into tau contiguous slices that tau numba threads update at the same
+time without locks (each w_j written only by its owner; the responses yhat shared, and recomputed
+as Z w after every epoch when tau > 1). tau = 1 is deterministic; tau > 1 is not bit-reproducible
+(thread interleaving) but converges to the same objective.
 
 Stopping: relative decrease of F over an epoch below ``tol``, or ``max_iter`` epochs.
 """

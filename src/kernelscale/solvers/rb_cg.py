@@ -1,10 +1,10 @@
-"""Ridge regression on Random Binning features by conjugate gradients (Wu et al., KDD 2016, §3.1).
+"""Ridge regression on Random Binning features by conjugate gradients (Wu, Chen, Yen, Yan, Revisiting
+Random Binning Features: Fast Convergence and Strong Parallelizability, KDD 2016, §3.1).
 
 Solves (Z^T Z + lambda I) W = Z^T Y for a block of right-hand sides Y (n, C) -- the paper's linear
 system under its eq. (1) with the square loss. Relation to the regularised ERM (1),
 (lambda_1/2)||w||^2 + (1/N) sum_i 1/2 (w.z_i - y_i)^2: its optimum solves
-(Z^T Z + N lambda_1 I) w = Z^T y, so our ``lambda`` is N times lambda_1; the paper's lambda = 0.01 with
-N in the 10^4 .. 10^6 range is a very weak regulariser.
+(Z^T Z + N lambda_1 I) w = Z^T y, so our ``lambda`` is N times lambda_1.
 
 Z is applied as Z^T (Z P) (two sparse products, O(nnz(Z)) = O(N R) each); Z^T Z is never formed
 (it is much denser than Z). The C right-hand sides run as C independent CG recurrences vectorised
@@ -12,14 +12,12 @@ over columns (one sparse product per iteration for all of them); a column stops 
 relative residual is below ``tol`` (its step sizes are set to 0). Works with numpy + scipy.sparse
 and with cupy + cupyx.scipy.sparse alike.
 
-Optional Jacobi preconditioning (``jacobi=True``; the paper uses plain CG and leaves
-preconditioning as future work, §5.2): for RB features the diagonal of Z^T Z is exact and cheap --
-the training count of each bin divided by R. It is off by default: it saves iterations on some
-problems and costs more on others (``benchmarks/results/design-measurements.md``, "Jacobi for RB-CG").
-The stopping test is on the unpreconditioned residual ||r|| / ||b|| either way.
+Optional Jacobi preconditioning (``jacobi=True``, default off): the diagonal of Z^T Z is the
+training count of each bin divided by R. The stopping test is on the unpreconditioned residual
+||r|| / ||b|| either way.
 
-Under ``distributed.use_client`` (numpy / scipy only) the products Z^T (Z P) run on the dask
-cluster, one row block of Z per worker thread (see ``_ClusterNormal``).
+``spread``: Z held elsewhere (e.g. ``spread.SpreadRB``, its row blocks on dask workers), which
+gives the products Z^T (Z P) and diag(Z^T Z).
 """
 
 from __future__ import annotations
@@ -27,8 +25,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
-from ..distributed import current_client, n_threads
 
 
 def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=None, xp=np,
@@ -44,8 +40,8 @@ def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=
     max_iter : CG iterations at most.
     W0 : optional (D, C) starting point.
     jacobi : precondition with (diag(Z^T Z) + ridge)^-1.
-    spread : a ``distributed_rb.SpreadRB`` holding Z's row blocks on dask workers (Z is then
-        None): the products and Jacobi's diagonal are sums over its blocks.
+    spread : None, or Z held elsewhere (Z is then None): an object with ``normal(P)`` =
+        Z^T (Z P) and ``diag()`` = diag(Z^T Z) (e.g. ``spread.SpreadRB``).
 
     Returns
     -------
@@ -67,11 +63,8 @@ def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=
     else:
         Minv = 1.0
 
-    client = current_client() if xp is np and spread is None else None
     if spread is not None:
         normal = spread.normal
-    elif client is not None:
-        normal = _ClusterNormal(client, Z)
     else:
 
         def normal(P):
@@ -80,75 +73,39 @@ def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=
     def apply(P):
         return normal(P) + ridge * P
 
-    try:
-        W = xp.zeros_like(B) if W0 is None else W0.copy()
-        R = B - apply(W) if W0 is not None else B.copy()
-        S = Minv * R  # preconditioned residual
-        P = S.copy()
-        rr = (R * R).sum(axis=0)
-        rz = (R * S).sum(axis=0)
-        bnorm = xp.sqrt((B * B).sum(axis=0))
-        bnorm = xp.where(bnorm > 0, bnorm, 1.0)
-        hist = {"iter": [], "time": [], "residual": []}
-        t0 = time.perf_counter()
-        converged = False
-        for it in range(int(max_iter) + 1):
-            res = xp.sqrt(rr) / bnorm
-            worst = float(res.max())
-            hist["iter"].append(it)
-            hist["time"].append(time.perf_counter() - t0)
-            hist["residual"].append(worst)
-            if worst <= tol:
-                converged = True
-                break
-            if it == max_iter:
-                break
-            active = res > tol
-            AP = apply(P)
-            pAp = (P * AP).sum(axis=0)
-            # converged columns get zero steps (and avoid 0/0 once their residual vanishes)
-            alpha = xp.where(active, rz / xp.where(pAp > 0, pAp, 1.0), 0.0)
-            W += alpha * P
-            R -= alpha * AP
-            S = Minv * R
-            rz_new = (R * S).sum(axis=0)
-            beta = xp.where(active, rz_new / xp.where(rz > 0, rz, 1.0), 0.0)
-            P = S + beta * P
-            rr, rz = (R * R).sum(axis=0), rz_new
-    finally:
-        if client is not None:
-            normal.close()
+    W = xp.zeros_like(B) if W0 is None else W0.copy()
+    R = B - apply(W) if W0 is not None else B.copy()
+    S = Minv * R  # preconditioned residual
+    P = S.copy()
+    rr = (R * R).sum(axis=0)
+    rz = (R * S).sum(axis=0)
+    bnorm = xp.sqrt((B * B).sum(axis=0))
+    bnorm = xp.where(bnorm > 0, bnorm, 1.0)
+    hist = {"iter": [], "time": [], "residual": []}
+    t0 = time.perf_counter()
+    converged = False
+    for it in range(int(max_iter) + 1):
+        res = xp.sqrt(rr) / bnorm
+        worst = float(res.max())
+        hist["iter"].append(it)
+        hist["time"].append(time.perf_counter() - t0)
+        hist["residual"].append(worst)
+        if worst <= tol:
+            converged = True
+            break
+        if it == max_iter:
+            break
+        active = res > tol
+        AP = apply(P)
+        pAp = (P * AP).sum(axis=0)
+        # converged columns get zero steps (and avoid 0/0 once their residual vanishes)
+        alpha = xp.where(active, rz / xp.where(pAp > 0, pAp, 1.0), 0.0)
+        W += alpha * P
+        R -= alpha * AP
+        S = Minv * R
+        rz_new = (R * S).sum(axis=0)
+        beta = xp.where(active, rz_new / xp.where(rz > 0, rz, 1.0), 0.0)
+        P = S + beta * P
+        rr, rz = (R * R).sum(axis=0), rz_new
     return W, hist, converged
 
-
-def _normal_block(Zb, P):
-    """Z_b^T (Z_b P) of one row block (a task on a dask worker)."""
-    return Zb.T @ (Zb @ P)
-
-
-class _ClusterNormal:
-    """P -> Z^T (Z P) on a dask cluster: Z's row blocks (one per worker thread) are scattered
-    once; per call P is scattered once and the blocks' Z_b^T (Z_b P) are added in row order, so
-    the result does not depend on which worker computed what (it differs from the one-product
-    Z^T (Z P) only by the order of floating-point additions)."""
-
-    def __init__(self, client, Z):
-        self.client = client
-        n = int(Z.shape[0])
-        k = min(n, n_threads(client))
-        bounds = np.linspace(0, n, k + 1).astype(int)
-        self.blocks = client.scatter([Z[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)],
-                                     hash=False)
-
-    def __call__(self, P):
-        Pf = self.client.scatter(P, hash=False, broadcast=True)
-        parts = self.client.gather([self.client.submit(_normal_block, b, Pf, pure=False)
-                                    for b in self.blocks])
-        total = np.array(parts[0], copy=True)  # an in-process worker may still hold parts[0]
-        for part in parts[1:]:
-            total += part
-        return total
-
-    def close(self):
-        """Release Z's row blocks scattered on the cluster."""
-        self.client.cancel(self.blocks)

@@ -1,32 +1,38 @@
 """Random Fourier features with a fixed feature count, trained by mini-batch SGD or SVRG.
 
-Model u(x) = W^T phi(x), phi from one ``FourierBlocks`` block of D features (Rahimi & Recht 2007;
-the "RF + SGD" baseline of papers 003/004). Objective
+Model u(x) = W^T phi(x), phi from one ``FourierBlocks`` block of D features (Rahimi, Recht, "Random
+Features for Large-Scale Kernel Machines", NIPS 2007; the "RF + SGD" baseline of Dai, Xie, He,
+Liang, Raj, Balcan, Song, "Scalable Kernel Methods via Doubly Stochastic Gradients", NIPS 2014, and
+of Ma, Belkin, "Diving into the Shallows: a Computational Perspective on Large-Scale Shallow
+Learning", NIPS 2017). Objective
 
     F(W) = (1/n) sum_i loss(W^T phi(x_i), y_i) + (reg/2) ||W||_F^2.
 
 * SGD: W -= eta_t (Phi_B^T loss'(Phi_B W, Y_B) / m + reg W), eta_t = eta0 / (1 + reg eta0 t)
-  (Bottou's schedule for a strongly convex objective; constant when reg = 0).
-* SVRG (Johnson & Zhang, NIPS 2013, Alg. 1 with option I): every ``inner`` steps a snapshot W~ and
+  (Bottou, "Stochastic Gradient Descent Tricks", Neural Networks: Tricks of the Trade, 2012: the
+  schedule for a strongly convex objective; constant when reg = 0).
+* SVRG (Johnson, Zhang, "Accelerating Stochastic Gradient Descent using Predictive Variance
+  Reduction", NIPS 2013, Alg. 1 with option I): every ``inner`` steps a snapshot W~ and
   its full gradient mu = grad F(W~) (one chunked pass over X); in between
   W -= eta (g_B(W) - g_B(W~) + mu), constant eta. The snapshot falls at fixed iteration numbers,
   so warm-started segments reproduce one long run.
-eta0 = "auto": the largest stable mini-batch step of EigenPro's analysis (paper 004, §4, (S1) in
-``preconditioners``) for curvature L: eta = m / (L (beta + (m - 1) lambda_1) + m reg), beta =
-max ||phi(x)||^2 and lambda_1 the top eigenvalue of the feature covariance, both on a subsample,
-L the curvature bound of the loss (1 square and hinge, 1/4 logistic). For m = 1 it is the
-single-sample step 1 / (L beta + reg) that no sample can overshoot; for a batch it grows
-~linearly in m until m ~ beta / lambda_1 (1 / (L beta) alone would ignore the batch and step
-up to m times shorter than the batch allows).
+eta0 = "auto": the largest stable mini-batch step of EigenPro's analysis (Ma & Belkin 2017, §4;
+(S1) in ``solvers.preconditioners``) for curvature L:
+eta = m / (L (beta + (m - 1) lambda_1) + m reg), beta = max ||phi(x)||^2 and lambda_1 the top
+eigenvalue of the feature covariance, both on a subsample, L the curvature bound of the loss
+(``CURVATURE``: 1 square, 1/4 logistic, 1/2 softmax, 2 squared hinge; 1 otherwise, e.g. hinge).
+For m = 1 it is the single-sample step 1 / (L beta + reg) that no sample can overshoot; for a
+batch it grows ~linearly in m until m ~ beta / lambda_1.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from ..preconditioners import subsample_indices
+from ..budget import batch_bytes
 from ..stream import check_finite_rows, iter_row_chunks
 from ._common import DeviceState, take_rows
+from .preconditioners import subsample_indices
 
 CURVATURE = {"square": 1.0, "logistic": 0.25, "softmax": 0.5, "squared_hinge": 2.0}
 
@@ -69,6 +75,20 @@ class RFFSGD(DeviceState):
         state["data"] = None
         return state
 
+    @property
+    def block_size(self) -> int:
+        return self.blocks.F
+
+    def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
+        """One step's working set (``training``): ``budget.batch_bytes``."""
+        return batch_bytes(batch_size, n_features, self.blocks.F, self.blocks.dtype)
+
+    def prepare(self, X, Y, window_rows: int, n_iter: int) -> None:
+        self.data = (X, Y)
+
+    def release(self) -> None:
+        self.data = None
+
     def to(self, xp):
         """Move the weights and the feature blocks to namespace ``xp``."""
         if self.blocks.xp is not xp:
@@ -78,7 +98,7 @@ class RFFSGD(DeviceState):
     @staticmethod
     def sample_rows(X, seed: int, size: int = 512):
         """``size`` rows of X drawn with ``seed``: the subsample on which beta and lambda_1 of
-        eta0="auto" are measured."""
+        eta0="auto" are estimated."""
         return take_rows(X, subsample_indices(int(X.shape[0]), size, seed))
 
     def _grad(self, Phi, Y, w):
@@ -117,7 +137,7 @@ class RFFSGD(DeviceState):
         """One SGD step (eta_t = eta0 / (1 + reg eta0 t)) or SVRG step (a new snapshot every
         ``inner`` steps) on batch (Xb, Yb); returns the record: batch objective before the step and
         the step size. ``Xb`` alone: the batch's rows are spread over dask workers
-        (``distributed_rff.SpreadRFFRows``), which return the row sums of the step."""
+        (``kernelscale.spread.rff.SpreadRFFRows``), which return the row sums of the step."""
         if Yb is None:
             return self._step_spread(Xb)
         Phi = self.blocks.features(Xb, 0)

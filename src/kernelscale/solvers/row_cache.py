@@ -1,25 +1,16 @@
 """f of every training row as of its last visit: a DSG step evaluates only what changed since.
 
-Step t of DSG evaluates f on its batch over all blocks so far (paper 003, Alg. 2): t B F d, so
-each step costs more than the last and a run of T steps costs T^2 B F d / 2. Between two visits
-of a row (about one epoch of the stream apart) f changes only by the coefficient changes of the
-steps in between: a new block (DSG), or an old block's update (UDSG, CDSG), each one
-(k, Delta alpha_k). ``RowCache`` keeps, for every training row, f as of its last visit in the
-model's coefficient units (f = scale * sqrt(2 / F) * value, ``DSGModel.decision``), and the log
-of the changes since the oldest visit still cached. A revisited row adds phi_k(x) Delta for the
-changes made after its visit; a row seen for the first time is evaluated over all blocks.
-
-Cost: after the first epoch a row catches up on about one epoch of changes, n / B of them, so a
-step costs about n F d whatever t is, and E epochs cost (E - 1/2) n^2 F d / B in place of
-E^2 n^2 F d / (2 B) (2.3 times less at the four-epoch default, and each further epoch costs the
-same as the last). Memory: n (C + 2) numbers for n rows and C outputs, and the logged changes,
-F C numbers each, from the oldest visit on: at most about two epochs of steps.
-
-A cached value is used only for the same row: the row's fingerprint x . w (w a fixed seeded
-Gaussian vector) must equal the one stored at the visit, so a warm-started fit on other
-data (same row count) evaluates its rows afresh instead of trusting another set's f. The sum is
-the same f in exact arithmetic; in floating point it differs from ``DSGModel.decision``'s
-grouping by rounding (relative 1e-15 in float64, 1e-6 in float32).
+Step t of DSG evaluates f on its batch over all blocks so far (Dai, Xie, He, Liang, Raj, Balcan,
+Song, Scalable Kernel Methods via Doubly Stochastic Gradients, NIPS 2014, Alg. 2). Between two
+visits of a row f changes only by the steps in between, each a coefficient change (k, Delta
+alpha_k): a new block (DSG) or an old block's update (UDSG, CDSG). ``RowCache`` keeps, for every
+training row, f as of its last visit in the model's coefficient units (f = scale * sqrt(2 / F) *
+value, ``DSGModel.decision``) and the log of the changes since the oldest visit still cached. A
+revisited row adds phi_k(x) Delta for the changes made after its visit; a row seen for the first
+time, or whose fingerprint x . w (w a fixed seeded Gaussian vector) differs from its visit's, is
+evaluated over all blocks. Memory: n (C + 2) numbers for n rows and C outputs, and the logged
+changes, F C numbers each, from the oldest visit on. The sum equals ``DSGModel.decision``'s in exact
+arithmetic, not bit for bit.
 """
 
 from __future__ import annotations
@@ -30,11 +21,8 @@ from ..backend import to_numpy
 from ..kernels.fourier import fourier_features
 from ..rng import ROW_FINGERPRINT, block_generator
 
-# On a GPU a block's catch-up features are computed in pieces of this many bytes, so that each
-# product is bounded whatever B is (a whole prefix is up to B F numbers: 1 GB at B = 65,536) and
-# the device's caching allocator is asked for one size again and again rather than a different
-# prefix size for every block; the pieces and their products are written into two buffers made
-# once per step. In host memory the whole prefix is one product, as the budget planner counts it.
+# On a GPU a block's catch-up features are computed in pieces of this many bytes, written into two
+# buffers made once per step; in host memory the whole prefix is one product.
 GPU_PIECE_BYTES = 64 * 2**20
 
 

@@ -1,7 +1,6 @@
 """Generated binary classification whose Bayes error is known: generator ``bayes``.
 
-The problem of the 10^7-row GPU run (benchmarks/gpu.py), for the pipeline and the benchmarks
-alike. With ``d = n_features`` (>= 4), ``sigma = noise`` and, from the seed,
+With ``d = n_features`` (>= 4), ``sigma = noise`` and, from the seed,
 ``w1, w2 = default_rng(seed).standard_normal(d) / sqrt(d)`` (first w1, then w2)::
 
     x ~ N(0, I_d)                      (stored as float32; f is evaluated on the stored value)
@@ -12,34 +11,18 @@ so P(y = 1 | x) = Phi(f(x) / sigma), the Bayes classifier is 1[f(x) > 0] (:func:
 its error on a row is Phi(-|f(x)| / sigma) (:func:`conditional_error`) and the Bayes error is
 E_x[Phi(-|f(x)| / sigma)] (:func:`bayes_error`; 0 when sigma = 0).
 
-Computing the Bayes error. f depends on x only through (u, v, a, b) = (w1.x, w2.x, x_0, x_1),
-jointly Gaussian with covariance G G^T (G: the four rows w1, w2, e_0, e_1). Given (u, v, a), b
-is Gaussian with a variance s^2 > 0 (d >= 4), and f = c + 0.4 a b is linear in b, so
-F = f ~ N(mu, tau^2) with tau = 0.4 |a| s, and the conditional Bayes error is exact:
-
-    E[Phi(-|F| / sigma)] = P(F and F + sigma e differ in sign) = 2 T(mu / sqrt(tau^2 + sigma^2),
-                                                                     sigma / tau)
-
-(T: Owen's T function; the bivariate normal orthant probability; -> Phi(-|mu| / sigma) as
-tau -> 0). What is left is a 3-dimensional integral of a bounded function over (u, v, a):
-``a`` given (u, v) by 2 x 32-point Gauss-Legendre, split at a = 0 where tau vanishes (the
-integrand's kink), over +-9 conditional standard deviations; (u, v) by the trapezoid rule with
-step h in whitened coordinates over the disc of radius 8 (the Gaussian mass outside: 1e-14).
-What still limits it is the line {a = 0, mu = 0}, where the integrand is continuous but not
-smooth: the rule converges like h^3 to h^3.5 (gpu.py's problem: 8.1e-5, 8.8e-6, 6.6e-7 between
-h = 0.2, 0.1, 0.05, 0.025). :func:`bayes_error` returns the value at h = 0.05 and
-|I(0.05) - I(0.1)| as an error estimate, in ~4 s of one core. Checked in five settings (d 4 to
-100, noise 0.05 to 1): the value at h = 0.05 was within 5e-6 of the one at h = 0.025, the
-estimate above that difference in four of them (the fifth: 7e-8 against 1.4e-7), and 2e6 rows'
-mean of Phi(-|f| / sigma) within 1.5 standard errors (tests/test_bayes.py checks 2e5 rows).
+Computing the Bayes error: f depends on x only through (u, v, a, b) = (w1.x, w2.x, x_0, x_1),
+jointly Gaussian; given (u, v, a), f is Gaussian N(mu, tau^2) and the conditional error is exact,
+2 T(mu / sqrt(tau^2 + sigma^2), sigma / tau) (T: Owen's T function). The remaining integral over
+(u, v, a) is taken by Gauss-Legendre in a (split at a = 0) and the trapezoid rule with step h in
+whitened (u, v); :func:`bayes_error` returns the value at h = 0.05 and |I(0.05) - I(0.1)| as an
+error estimate.
 
 Rows: block ``b`` (rows ``b * BLOCK_ROWS`` onwards, 8192 rows as every generator) is drawn
-whole from ``block_generator(seed, b, rng.DATA_BAYES)`` -- X (8192 x d, float64, rounded to float32), then
-e (8192) -- and truncated after the last row. Every row is therefore a pure function of (seed,
-its index): the first n rows do not depend on n, on the chunk size or on the order blocks are
-made in, and rows past ``n_samples`` (``bayes_rows``/``bayes_chunks`` ``stop`` beyond it) are
-the continuation, e.g. a held-out set. Memory: one block (8192 x d float64) plus the caller's
-chunk, never n.
+whole from ``block_generator(seed, b, rng.DATA_BAYES)`` -- X (8192 x d, float64, rounded to
+float32), then e (8192) -- and truncated after the last row: every row is a pure function of
+(seed, its index), and rows past ``n_samples`` are the continuation (e.g. a held-out set).
+Memory: one block (8192 x d float64) plus the caller's chunk, never n.
 """
 
 from __future__ import annotations

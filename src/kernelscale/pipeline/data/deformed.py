@@ -1,5 +1,5 @@
 """Elastically deformed, translated copies of a set of byte images, generated block by block:
-the construction of MNIST-8M applied to any IDX image set (Fashion-MNIST in the dev data).
+the construction of MNIST-8M applied to any IDX image set.
 
 Follows
 
@@ -13,27 +13,20 @@ Follows
   https://leon.bottou.org/projects/infimnist): row i is a copy of training image i mod N; the
   first N rows are the originals; every later row is a pseudo-random smooth deformation followed
   by a translation of -1, 0 or +1 pixel along each axis, stored as bytes; the test set is the
-  original one, undeformed. infimnist applies 1,522 stored fields to first order (through
-  precomputed tangent vectors); here every row draws its own field and the image is resampled.
+  original one, undeformed. Here every row draws its own field and the image is resampled.
 
 Beyond those, ``max_shift`` (whole pixels per axis, default 1 as infimnist) and ``max_rotation``
 (degrees about the image centre, uniform in +-max_rotation; default 0, i.e. none).
 
 Outside the image the source is 0 (background), as ``map_coordinates(mode="grid-constant")``;
 the field is smoothed with zero padding (``gaussian_filter(mode="constant")``). Pixels are rounded
-to integers, so the rows look like the originals (bytes in float32) and the 1e-16 differences of
-another BLAS cannot move a value across a rounding boundary in practice.
+to integers (bytes in float32).
 
-Determinism: block ``b`` (rows ``b * BLOCK_ROWS`` onwards) is a pure function of (seed, b), the
-source images and the parameters (its random numbers come from ``rng.block_generator(seed, b, rng.DATA_DEFORMED)``),
-so blocks can be generated in any order, in parallel, or again to resume. Memory: one block
-(8192 x 784 float32: 26 MB) plus the source set (47 MB for Fashion-MNIST), never the output.
-
-Speed: :func:`deform` smooths the fields of 128 rows at a time by two matrix products (the
-Gaussian filter of an image axis is a fixed 28 x 28 matrix) and interpolates by four gathers, in
-cache-sized pieces; :func:`deform_reference` is the same computation written directly with
-``scipy.ndimage`` over a whole block, the definition it is tested against (benchmarks/deformed.py
-measures both).
+Block ``b`` (rows ``b * BLOCK_ROWS`` onwards) is a pure function of (seed, b), the source images
+and the parameters (``rng.block_generator(seed, b, rng.DATA_DEFORMED)``). Memory: one block plus
+the source set, never the output. :func:`deform` smooths the fields of 128 rows at a time by two
+matrix products and interpolates by four gathers; :func:`deform_reference` is the same
+computation written with ``scipy.ndimage`` over a whole block, the definition it is tested against.
 """
 
 from __future__ import annotations
@@ -52,9 +45,7 @@ from .readers.idx import load_idx_images
 
 DEFAULTS = {"seed": 0, "alpha": 34.0, "sigma": 4.0, "max_shift": 1, "max_rotation": 0.0}
 FILE_KEYS = ("path", "labels_path", "test_path", "test_labels_path")
-# Rows deformed together: their float64 temporaries (~0.8 MB each) stay in cache; whole
-# 8192-row blocks were ~10x slower here, memory-bound.
-_SUB_ROWS = 128
+_SUB_ROWS = 128  # rows deformed together (their float64 temporaries stay in cache)
 
 
 @functools.lru_cache(maxsize=1)
@@ -166,7 +157,7 @@ def deform_reference(images: np.ndarray, rng: np.random.Generator, params: dict,
                      rounded: bool = True) -> np.ndarray:
     """:func:`deform` written directly with ``scipy.ndimage`` (``gaussian_filter`` on the fields,
     ``map_coordinates`` order 1 on the whole stack), same draws: the definition :func:`deform`
-    is tested against, and the baseline of benchmarks/deformed.py."""
+    is tested against."""
     from scipy.ndimage import gaussian_filter, map_coordinates
 
     m, h, w = images.shape
@@ -205,8 +196,7 @@ def deformed_block(params: dict, index: int, images: np.ndarray, labels: np.ndar
     X[:originals] = images[source[:originals]].reshape(originals, width)
     if originals < len(X):
         rng = block_generator(params["seed"], index, DATA_DEFORMED)
-        # one BLAS thread: the products are 28 wide; two threads on two busy cores made a
-        # block 4x slower here
+        # one BLAS thread: the products are 28 wide
         with _blas().limit(limits=1, user_api="blas"):
             deform(images[source[originals:]], rng, params, out=X[originals:])
     return X, labels[source]

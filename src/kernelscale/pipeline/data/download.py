@@ -15,10 +15,6 @@
   match the pin. ``$KERNELSCALE_REQUIRE_SHA256=1`` refuses such files instead (one line with the
   sha256 of what the server sent, the file deleted). The pipeline repeats the pinned sha256 at
   the end of a run (``plan.unverified_checksum_lines``).
-
-We use urllib rather than pooch so that every failure becomes a one-line message naming the
-dataset and URL and the retry policy is under test; the behaviour (hash check, cache, mirror)
-follows pooch's.
 """
 
 from __future__ import annotations

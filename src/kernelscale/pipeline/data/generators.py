@@ -17,9 +17,6 @@ the same rows.
   :mod:`.deformed` (same block size, its own random stream).
 * ``bayes`` -- binary labels 1[f(x) + noise * e > 0] with f known, so the Bayes error is known:
   :mod:`.bayes` (same block size, its own random stream).
-
-``deformed`` and ``bayes`` live in their own modules, which import this one; :mod:`.sources`
-picks their block streams (so this module imports neither: no import cycle).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Two streaming passes over the source, so memory depends on the block size, never
 
 1. *scan*: check every row (finite features, labels that fit the task), count train/test rows,
    find the feature count, collect the classes, and accumulate mean/variance (and the scatter
-   matrix for PCA) over the training rows with Chan's merge; under ``distributed.use_client``
+   matrix for PCA) over the training rows with Chan's merge; under ``spread.use_client``
    the blocks' PCA moments are computed on the dask cluster and merged here in row order (the
    same numbers as without it);
 2. *write*: read the source again, map labels to class indices, standardize and project each
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import __version__
-from ...distributed import client_from_setting, current_client, n_threads, use_client
+from ...spread.cluster import client_from_setting, current_client, n_threads, use_client
 from .errors import DataError
 from .labels import LabelCheck, check_finite
 from .progress import progress
@@ -93,11 +93,9 @@ def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
     """Prepare ``datasets.<name>`` into ``out_dir`` (data.zarr + meta.json); return the meta.
 
     ``cache_dir`` is where url sources are (or get) downloaded; see :mod:`.download`.
-    ``threads`` caps the BLAS threads: the per-block products are tall and skinny, where a
-    multi-threaded BLAS on a busy node can be many times slower than one thread
-    (``benchmarks/results/design-measurements.md``, "BLAS threads in prepare").
+    ``threads`` caps the BLAS threads.
     ``dask_scheduler``: "local" or a scheduler address to compute PCA moments on (see
-    ``distributed.client_from_setting``); None keeps the caller's ``use_client`` setting.
+    ``spread.client_from_setting``); None keeps the caller's ``use_client`` setting.
     Raises :class:`DataError` with a one-line message on bad config or bad data.
     """
     from threadpoolctl import threadpool_limits

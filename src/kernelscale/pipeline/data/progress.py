@@ -1,7 +1,7 @@
 """Progress reporting: a tqdm bar on a terminal, plain log lines otherwise.
 
-Snakemake and Slurm redirect stderr to log files, where a progress bar turns into thousands of
-carriage-return fragments; there we log a short line every ~10 % (and at the end) instead.
+Off a terminal (Snakemake and Slurm redirect stderr to log files) a short line is logged every
+~10 % and at the end.
 """
 
 from __future__ import annotations

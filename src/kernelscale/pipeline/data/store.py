@@ -8,9 +8,7 @@ by renaming a finished temporary folder (see :func:`publish`).
 
 Integrity: ``meta.json`` records the size and sha256 of every file of every array's store
 (``checksums``: metadata and chunk files, as written); :func:`verify_prepared` checks them before
-a dataset is used. Zarr reads a missing chunk as its fill value (zeros) without a word, and a
-damaged one fails deep in a codec ("Zstd decompression error") naming no array; both must be
-caught before a solver sees the data.
+a dataset is used.
 """
 
 from __future__ import annotations
@@ -133,8 +131,6 @@ _HASH_BLOCK = 1 << 22
 
 
 def _file_sha256(path: Path) -> str:
-    # sha256: hashlib's OpenSSL one was the fastest of sha256, blake2b and md5 here
-    # (benchmarks/results/design-measurements.md, "Checksums")
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(_HASH_BLOCK):

@@ -71,7 +71,7 @@ def load_idx_images(images: Path, labels: Path, archive: str | None = None
     """A whole set of byte images (n, rows, cols) uint8 and its labels (n,) float64.
 
     For generators that resample the images (:mod:`..deformed`): they need random access to the
-    source set, whose size is fixed (Fashion-MNIST's training set: 47 MB), not to the output.
+    source set, whose size is fixed, not to the output.
     """
     images, labels = Path(images), Path(labels)
     with open_binary(images, archive) as xs, open_binary(labels, archive) as ys:

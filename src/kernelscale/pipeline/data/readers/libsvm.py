@@ -2,10 +2,8 @@
 
 Lines are read a block at a time. A block of plain lines (no comments, no ``qid:``) is parsed
 vectorized: all numbers at once with ``np.fromstring`` and the row structure from the count of
-``:`` per line -- faster than scikit-learn's svmlight parser (``benchmarks/results/design-measurements.md``, "LIBSVM
-parsing"), which parses the other
-blocks and any block the fast path does not accept. Only when that parser rejects a block too do
-we re-parse it line by line in Python, to name the offending line in the error.
+``:`` per line; scikit-learn's svmlight parser takes the other blocks and any the fast path does
+not accept. A block that parser rejects too is parsed line by line, to name the offending line.
 """
 
 from __future__ import annotations

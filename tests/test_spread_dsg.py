@@ -1,4 +1,4 @@
-"""DSG / UDSG / CDSG with each batch spread over dask worker processes (kernelscale.distributed_dsg):
+"""DSG / UDSG / CDSG with each batch spread over dask worker processes (kernelscale.spread.dsg):
 the same model as the in-process fit up to the order of additions, the same model from run to
 run, the traffic the cost model counts, a worker lost mid-fit, and what cannot be spread."""
 
@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("distributed")
 zarr = pytest.importorskip("zarr")
 
-from kernelscale.distributed import client_for, use_client  # noqa: E402
 from kernelscale.estimators import DSGClassifier, DSGOneClass, DSGRegressor  # noqa: E402
+from kernelscale.spread import client_for, use_client  # noqa: E402
 
 N, D = 6000, 8
 KW = dict(n_iter=24, batch_size=512, block_size=64, random_state=0,
@@ -169,11 +169,11 @@ def test_closing_a_spread_fit_does_not_wait_for_a_worker_lost_after_the_last_ste
     """A worker job can end between a fit's last step and its close (Slurm's scancel under
     load). The close then stops the workers left and returns: a stop task pinned to the lost
     worker would wait for it forever."""
-    from kernelscale import distributed_dsg
+    from kernelscale.spread import SpreadDSG
 
     Xz, X, y, _ = data
     c = client_for(None, n_workers=2, processes=True)
-    close = distributed_dsg.SpreadDSG.close
+    close = SpreadDSG.close
 
     def close_after_a_loss(self):
         victim = self.workers[1]
@@ -181,7 +181,7 @@ def test_closing_a_spread_fit_does_not_wait_for_a_worker_lost_after_the_last_ste
         os.kill(pid, signal.SIGKILL)
         close(self)
 
-    monkeypatch.setattr(distributed_dsg.SpreadDSG, "close", close_after_a_loss)
+    monkeypatch.setattr(SpreadDSG, "close", close_after_a_loss)
     est, errors = DSGClassifier(**KW), []
 
     def fit():

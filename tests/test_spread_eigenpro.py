@@ -1,6 +1,7 @@
-"""RFF-SGD / RFF-SVRG with each batch spread over dask worker processes
-(kernelscale.distributed_rff): the same model as the in-process fit up to the order of additions,
-the same model from run to run, and a worker that cannot read the data."""
+"""EigenPro-RF with each batch spread over dask worker processes
+(kernelscale.spread.rff, residual=True): the same model as the in-process fit up to the order of
+additions, the same model from run to run, warm-started segments, and a worker that cannot read
+the data."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ import pytest
 pytest.importorskip("distributed")
 zarr = pytest.importorskip("zarr")
 
-from kernelscale.distributed import client_for, use_client  # noqa: E402
-from kernelscale.estimators import RFFSGDClassifier, RFFSGDRegressor  # noqa: E402
+from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegressor  # noqa: E402
+from kernelscale.spread import client_for, use_client  # noqa: E402
 
-N, D = 6000, 8
-KW = dict(n_iter=30, batch_size=256, n_components=200, bandwidth=2.0, reg=1e-4,
-          random_state=0, engine={"dtype": "float64"})
+N, D = 3000, 6
+KW = dict(method="rff", n_iter=20, batch_size=200, n_components=150, bandwidth=2.0,
+          n_eigenvectors=20, subsample_size=500, random_state=0, engine={"dtype": "float64"})
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def data(tmp_path_factory):
     y_clf = (f > 0).astype(int) + (X[:, 3] > 1).astype(int)  # three classes
     y_reg = f + 0.1 * rng.standard_normal(N)
     root = zarr.open_group(str(tmp_path_factory.mktemp("spread") / "d.zarr"), mode="w")
-    Xz = root.create_array("X", shape=X.shape, chunks=(1000, D), dtype="f8")
+    Xz = root.create_array("X", shape=X.shape, chunks=(500, D), dtype="f8")
     Xz[:] = X
     return Xz, X, y_clf, y_reg
 
@@ -49,17 +50,17 @@ def _out(est, X):
     return est.decision_function(X) if hasattr(est, "decision_function") else est.predict(X)
 
 
-@pytest.mark.parametrize("solver", ["sgd", "svrg"])
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_spread_fit_matches_in_process(client, data, solver, task):
+def test_spread_fit_matches_in_process(client, data, task):
     Xz, X, y_clf, y_reg = data
-    Est, y = (RFFSGDClassifier, y_clf) if task == "classification" else (RFFSGDRegressor, y_reg)
-    kw = {**KW, "solver": solver, **({"svrg_inner": 10} if solver == "svrg" else {})}
-    local = Est(**kw).fit(Xz, y)
+    Est, y = ((EigenProClassifier, y_clf) if task == "classification"
+              else (EigenProRegressor, y_reg))
+    local = Est(**KW).fit(Xz, y)
     with use_client(client):
-        spread = Est(**kw).fit(Xz, y)
+        spread = Est(**KW).fit(Xz, y)
     assert spread.spread_["workers"] == 2 and not hasattr(local, "spread_")
-    assert spread.n_iter_ == local.n_iter_ == 30
+    assert spread.n_iter_ == local.n_iter_ == 20
+    assert spread.eta_ == local.eta_ and spread.n_eigenvectors_ == local.n_eigenvectors_ > 0
     # float64: the same steps up to the order of additions inside the row sums
     np.testing.assert_allclose(spread.history_["objective"], local.history_["objective"],
                                rtol=1e-9)
@@ -70,22 +71,22 @@ def test_spread_fit_matches_in_process(client, data, solver, task):
 
 def test_spread_fit_is_deterministic_and_warm_starts_like_one_fit(client, data):
     Xz, X, y, _ = data
-    kw = {**KW, "solver": "svrg", "svrg_inner": 10}
     with use_client(client):
-        one = RFFSGDClassifier(**kw).fit(Xz, y)
-        again = RFFSGDClassifier(**kw).fit(Xz, y)
-        seg = RFFSGDClassifier(warm_start=True, **{**kw, "n_iter": 15})
+        one = EigenProClassifier(**KW).fit(Xz, y)
+        again = EigenProClassifier(**KW).fit(Xz, y)
+        seg = EigenProClassifier(warm_start=True, **{**KW, "n_iter": 10})
         seg.fit(Xz, y).fit(Xz, y)
+    assert seg.n_iter_ == 20
     np.testing.assert_array_equal(_out(one, X), _out(again, X))
     np.testing.assert_array_equal(_out(one, X), _out(seg, X))
 
 
 def test_spread_traffic(client, data):
-    """Per SGD step and worker: W out (D x C words), the partial Z^T g back (D x C words)."""
+    """Per step and worker: w out (D x C words), the partial Phi^T r back (D x C words)."""
     Xz, _, y, _ = data
     with use_client(client):
-        est = RFFSGDClassifier(**KW).fit(Xz, y)
-    s, T, W, Dc, C = est.spread_, est.n_iter_, 2, 200, 3
+        est = EigenProClassifier(**KW).fit(Xz, y)
+    s, T, W, Dc, C = est.spread_, est.n_iter_, 2, 150, 3
     assert s["round_trips"] == T
     assert s["bytes_sent"] == s["bytes_received"] == T * W * Dc * C * 8
 
@@ -94,10 +95,10 @@ def test_spread_fit_survives_a_lost_worker(data):
     """The workers hold no weights: a killed worker costs one warning line and a retry of the
     step's call on the workers left (same batches, another split: the same model to rounding)."""
     Xz, X, y, _ = data
-    kw = {**KW, "solver": "svrg", "svrg_inner": 10, "n_iter": 200}
-    local = RFFSGDClassifier(**kw).fit(Xz, y)
+    kw = {**KW, "n_iter": 150}
+    local = EigenProClassifier(**kw).fit(Xz, y)
     c = client_for(None, n_workers=3, processes=True)
-    est, caught, errors = RFFSGDClassifier(**kw), [], []
+    est, caught, errors = EigenProClassifier(**kw), [], []
 
     def fit():
         with warnings.catch_warnings(record=True) as w:
@@ -125,21 +126,24 @@ def test_spread_fit_survives_a_lost_worker(data):
     assert not errors, errors
     msgs = [str(w.message) for w in caught if "lost dask worker" in str(w.message)]
     assert len(msgs) == 1 and "\n" not in msgs[0] and victim in msgs[0], msgs
-    assert est.spread_["workers"] == 2 and est.n_iter_ == 200
+    assert msgs[0].startswith("EigenPro-RF lost dask worker"), msgs
+    assert est.spread_["workers"] == 2 and est.n_iter_ == 150
     a, b = _out(local, X[:500]), _out(est, X[:500])
     assert np.max(np.abs(a - b)) <= 1e-9 * (1 + np.max(np.abs(a)))
 
 
-def test_in_memory_data_trains_in_process(client, data):
+def test_in_memory_data_and_kernel_method_train_in_process(client, data):
     _, X, y, _ = data
     with use_client(client):
-        est = RFFSGDClassifier(**KW).fit(X, y)
-    assert not hasattr(est, "spread_")
+        est = EigenProClassifier(**KW).fit(X, y)
+        kern = EigenProClassifier(**{**KW, "method": "kernel", "n_components": "auto"}).fit(
+            X[:600], y[:600])
+    assert not hasattr(est, "spread_") and not hasattr(kern, "spread_")
 
 
 def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(client, tmp_path, monkeypatch):
-    """As for DSG (tests/test_distributed_dsg.py): workers in another directory would read a
-    relative zarr path as its fill value; the fit fails at its start in one line."""
+    """As for DSG / RFF-SGD: workers in another directory would read a relative zarr path as its
+    fill value; the fit fails at its start in one line."""
     rng = np.random.default_rng(1)
     (tmp_path / "mine").mkdir()
     (tmp_path / "theirs").mkdir()
@@ -152,7 +156,7 @@ def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(client, tmp_path
     client.run(os.chdir, str(tmp_path / "theirs"))
     try:
         with use_client(client), pytest.raises(OSError) as e:
-            RFFSGDClassifier(**KW).fit(Xz, y)
+            EigenProClassifier(**KW).fit(Xz, y)
     finally:
         for addr, cwd in before.items():
             client.run(os.chdir, cwd, workers=[addr])

@@ -1,5 +1,5 @@
-"""Benchmark harness (issue 5, "Scale"): four measurements, one CSV each, one Markdown report,
-one MLflow run.
+"""``kernelscale bench`` (``make bench``): the scale benchmark. Four measurements, one CSV each,
+one Markdown report, one MLflow run.
 
 1. time to target: every algorithm of ``kernelscale.pipeline.registry.ALGORITHMS`` next to scikit-learn's
    SVC, Nystroem + RidgeClassifier / SGDClassifier and RBFSampler + SGDClassifier on the same
@@ -17,11 +17,11 @@ Timings on a shared machine are noisy: the report records the load average befor
 
 Usage::
 
-    python benchmarks/harness.py                       # all sections, ~10 min on 2 cores
-    python benchmarks/harness.py --sections blocks memory --quick
-    python benchmarks/harness.py --huge                # adds n = 1e7 to the epoch-cost section
+    kernelscale bench                                  # all sections
+    kernelscale bench --sections blocks memory --quick
+    kernelscale bench --huge                           # adds n = 1e7 to the epoch-cost section
 
-From Python: ``from benchmarks.harness import Settings, run_benchmark``.
+From Python: ``from kernelscale.pipeline.bench import Settings, run_benchmark``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ EXPERIMENT = "kernelscale-bench"
 
 @dataclass
 class Settings:
-    """What to run; defaults finish in about 10 minutes on a busy 2-core machine."""
+    """What to run (the defaults: every section at full size)."""
 
     sections: tuple = SECTIONS
     n_train: int = 50_000
@@ -97,8 +97,7 @@ def _load():
 # ---------------------------------------------------------------------------------------------
 # Per-algorithm parameters for the race: one warm-start segment per fit call for iterative ones.
 RACE_PARAMS: dict[str, dict] = {
-    # DSG family: the settings validated on digits and used by the pipeline (bandwidth, t0);
-    # with the defaults (median bandwidth, t0=1) DSG sat at ~15 % error after 20 s here
+    # DSG family: the settings validated on digits and used by the pipeline (bandwidth, t0)
     **{v: dict(batch_size=512, block_size=256, n_iter=20, bandwidth="median*0.5", t0=1000,
                engine={"dtype": "float32"}) for v in ("dsg", "udsg", "cdsg")},
     # kernel EigenPro: each step is a (batch x n) kernel block, so segments of 20 steps, and a
@@ -192,8 +191,8 @@ def _sklearn_entries(sigma, seed, n_train):
 
 
 def time_to_target(s: Settings, log=print) -> list[dict]:
-    from kernelscale.kernels import median_bandwidth
-    from kernelscale.pipeline import registry
+    from ..kernels import median_bandwidth
+    from . import registry
 
     X, y = generated(s.n_train + s.n_test, s.n_features, s.seed)
     Xtr, ytr, Xte, yte = X[: s.n_train], y[: s.n_train], X[s.n_train :], y[s.n_train :]
@@ -269,7 +268,7 @@ def matmul_rate(n: int = 2048) -> float:
 
 
 def block_throughput(s: Settings, log=print) -> list[dict]:
-    from kernelscale.kernels import FourierBlocks, make_kernel
+    from ..kernels import FourierBlocks, make_kernel
 
     rate = matmul_rate()
     log(f"[blocks] float32 GEMM: {rate / 1e9:.1f} GFLOP/s")
@@ -301,7 +300,7 @@ def block_throughput(s: Settings, log=print) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 def _epoch_cost(name: str, X, y, seed: int) -> tuple[float, str]:
     """Seconds for one unit of work at this n, and what the unit is."""
-    from kernelscale.pipeline import registry
+    from . import registry
 
     if name == "dsg":
         est = registry.make_estimator("dsg", "classification", batch_size=512, block_size=256,
@@ -548,7 +547,7 @@ def log_mlflow(uri: str, s: Settings, results: dict, files: list[Path]) -> str:
     """One MLflow run with the settings, every number and the CSV/Markdown files; returns its id."""
     import mlflow
 
-    from kernelscale.pipeline.tracking import init_store
+    from .tracking import init_store
 
     init_store(uri, EXPERIMENT)  # create the database once, before any logging
     mlflow.set_tracking_uri(uri)
@@ -604,9 +603,8 @@ def run_benchmark(s: Settings | None = None, log=print) -> dict:
     return results
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``kernelscale bench``."""
     p.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     p.add_argument("--n-train", type=int, default=Settings.n_train)
     p.add_argument("--n-test", type=int, default=Settings.n_test)
@@ -617,13 +615,16 @@ def main(argv=None) -> int:
     p.add_argument("--huge", action="store_true", help="add n = 1e7 to the epoch-cost section")
     p.add_argument("--budget-mb", type=float, default=Settings.budget_mb)
     p.add_argument("--memory-rows", type=int, default=Settings.memory_rows)
-    p.add_argument("--quick", action="store_true", help="small sizes: a smoke run in ~3 min")
+    p.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     p.add_argument("--render", action="store_true",
                    help="only rewrite bench.md from the CSVs already in --out (no runs, no MLflow)")
     p.add_argument("--out", default=Settings.out_dir)
     p.add_argument("--tracking-uri", default=DEFAULT_URI, help="MLflow URI ('' for none)")
     p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args(argv)
+
+
+def settings(a) -> Settings:
+    """The ``Settings`` of ``add_arguments``'s options ``a``."""
     s = Settings(sections=tuple(a.sections), n_train=a.n_train, n_test=a.n_test,
                  algorithms=tuple(a.algorithms) if a.algorithms else None, time_cap_s=a.time_cap,
                  epoch_ns=tuple(int(n) for n in a.epoch_ns), huge=a.huge, budget_mb=a.budget_mb,
@@ -634,9 +635,13 @@ def main(argv=None) -> int:
     if a.quick:
         s.n_train, s.n_test, s.time_cap_s = 3000, 1000, 3.0
         s.epoch_ns, s.memory_rows, s.memory_iters, s.memory_reps = (2000, 20000), 200_000, 20, 1
-    run_benchmark(s)
+    return s
+
+
+def main(argv=None) -> int:
+    """``kernelscale bench`` from Python: ``main(["--quick", "--sections", "blocks"])``."""
+    p = argparse.ArgumentParser(prog="kernelscale bench", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    run_benchmark(settings(p.parse_args(argv)))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

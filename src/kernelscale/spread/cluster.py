@@ -1,28 +1,11 @@
-"""Optional dask.distributed execution of chunked work.
-
-``client_for(None)`` starts a ``LocalCluster`` (single-threaded workers: the chunk functions call
-BLAS, which brings its own threads); ``client_for("tcp://host:8786")`` connects to a running
-scheduler, e.g. one that dask-jobqueue started on Slurm. An unreachable or malformed address is a
-one-line ``ConnectionError`` after a short timeout rather than a hang.
-
-Chunked work that runs on such a client (or, with ``client=None``, on dask's threaded scheduler):
-
-* ``predict_chunked``: evaluate a fitted estimator over a large (on-disk) test set, row block by
-  row block, through ``dask.array.map_blocks``;
-* ``sum_blocks``: sum of ``fn(X_block[, y_block])`` over row blocks, the shape of Nyström's
-  ``K_nm^T K_nm`` / ``K_nm^T y`` and of a CG matrix-vector product ``Z^T (Z v)``.
-
-Results do not depend on the scheduler: each block is computed by the same function on the same
-rows, and ``sum_blocks`` adds block results in row order.
-
-Inside a job the library finds its client through ``use_client(client)`` / ``current_client()``
-(like joblib's ``parallel_backend``), so estimators stay picklable and clonable: Nyström's normal
-equations, RB's bin hashes, RB-CG's products, PCA moments in ``prepare`` and test-set evaluation
-run on it. With no client set, every code path is the plain in-process loop.
+"""dask clients (``client_for``, ``slurm_client``, ``client_from_setting``), the one the library's
+work runs on (``use_client``, ``current_client``), and row-block work on a client or, with None,
+dask's threaded scheduler (``predict_chunked``, ``ClusterRows``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -35,16 +18,11 @@ DEFAULT_CHUNK_ROWS = 65536
 
 def client_for(address: str | None = None, *, n_workers: int | None = None,
                processes: bool = False, timeout: float = DEFAULT_TIMEOUT_S):
-    """A ``distributed.Client``: a new LocalCluster when ``address`` is None, else a connection
-    to the scheduler at ``address``.
-
-    n_workers : LocalCluster workers (default: the config's ``kernelscale.n-workers`` in dask's
-        config, else the CPU count); one thread each.
-    processes : LocalCluster workers as processes (isolation, no GIL) or threads (fast start).
-    timeout : seconds to wait for a remote scheduler before the one-line error.
-
-    A LocalCluster outlives its client: close both (``client.close(); client.cluster.close()``).
-    """
+    """A ``distributed.Client``: a new LocalCluster of ``n_workers`` single-threaded workers
+    (default: dask's config ``kernelscale.n-workers``, else the CPU count; ``processes``: worker
+    processes, else threads) when ``address`` is None, else a connection to the scheduler at
+    ``address`` (a one-line ``ConnectionError`` after ``timeout`` seconds). A LocalCluster
+    outlives its client: close both (``client.close(); client.cluster.close()``)."""
     import dask
     from distributed import Client, LocalCluster
 
@@ -54,9 +32,7 @@ def client_for(address: str | None = None, *, n_workers: int | None = None,
         # dashboard/HTTP port ":0" (any free one): jobs sharing a node each start a cluster
         cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=1,
                                processes=processes, dashboard_address=":0")
-        # set_as_default=False: work goes to this client only when passed explicitly, and dask's
-        # global scheduler is left alone (a failed connect would otherwise leave it pointing at
-        # a distributed client that does not exist)
+        # set_as_default=False: dask's global scheduler is left alone
         return Client(cluster, set_as_default=False)
     try:
         return Client(address, timeout=f"{timeout}s", set_as_default=False)
@@ -175,12 +151,8 @@ SLURM_ENV = "KERNELSCALE_DASK_SLURM"
 
 
 def environment(setting: dict | None) -> dict[str, str | None]:
-    """Environment for jobs from the config's ``dask`` section (None: unset the variable).
-
-    The pipeline passes the setting to ``kernelscale.pipeline.cli train/prepare`` through the environment
-    (their ``--dask-*`` defaults) rather than the command line: results do not depend on it, so
-    changing it must not make Snakemake re-run finished jobs, as a changed ``params`` would.
-    """
+    """Environment for jobs from the config's ``dask`` section (None: unset the variable): the
+    ``--dask-*`` defaults of ``kernelscale.pipeline.cli train/prepare``."""
     setting = setting or {}
     scheduler = setting.get("scheduler")
     workers = setting.get("n_workers")
@@ -191,33 +163,36 @@ def environment(setting: dict | None) -> dict[str, str | None]:
             else None}
 
 
-def _digest_or_reason(X):
-    """SHA-256 of X's first 64 rows as read in this process, or the first line of the read's
-    error."""
-    import hashlib
+def fingerprint(X) -> bytes:
+    """SHA-256 of X's first 64 rows as read here (what the client and its workers must agree
+    on)."""
+    from ..stream import read_rows
 
+    rows = np.ascontiguousarray(read_rows(X, 0, min(64, int(X.shape[0]))))
+    return hashlib.sha256(rows.tobytes()).digest()
+
+
+def _digest_or_reason(X):
     try:
-        rows = np.ascontiguousarray(np.asarray(X[:min(64, int(X.shape[0]))]))
+        return fingerprint(X)
     except Exception as e:  # noqa: BLE001 - any read failure is reported the same way
         return (str(e).strip().splitlines() or ["unreadable"])[0]
-    return hashlib.sha256(rows.tobytes()).digest()
 
 
 def _digests(arrays: dict) -> dict:
     return {name: _digest_or_reason(a) for name, a in arrays.items()}
 
 
-def _store_of(X) -> str:
+def store_of(X) -> str:
+    """Where an array lives, for messages: its store's root or its path, else its type."""
     store = getattr(X, "store", None)
     return str(getattr(store, "root", None) or getattr(X, "path", None) or type(X).__name__)
 
 
 def check_workers_read(client, arrays: dict) -> None:
     """A one-line ``OSError`` naming the worker, the array and its store when a worker of
-    ``client`` does not read the same first rows of an on-disk (zarr) array as this process: a
-    worker without this process's file system (zarr reads a store that is not there as its fill
-    value, so opening it proves nothing). ``arrays``: name -> array; arrays in memory are skipped.
-    One round trip to every worker present now; call it once, when the client is up."""
+    ``client`` does not read the same first rows of an on-disk (zarr) array of ``arrays`` (name
+    -> array; others are skipped) as this process. One round trip to every worker present."""
     on_disk = {name: a for name, a in arrays.items()
                if type(a).__module__.split(".")[0] == "zarr"}
     if client is None or not on_disk:
@@ -229,7 +204,7 @@ def check_workers_read(client, arrays: dict) -> None:
             got = seen[addr][name]
             if got != here[name]:
                 reason = got if isinstance(got, str) else "its first rows differ from this process's"
-                raise OSError(f"dask worker {addr} cannot read {name} ({_store_of(on_disk[name])}): "
+                raise OSError(f"dask worker {addr} cannot read {name} ({store_of(on_disk[name])}): "
                               f"{reason}; the workers need this process's file system (a path "
                               "they can all read)")
 
@@ -238,14 +213,11 @@ _READ_CHECKED: set = set()
 
 
 def check_workers_read_once(client, X, name: str = "X") -> None:
-    """``check_workers_read`` for one on-disk array, once per (client, store, workers present):
-    the library's chunked work (``map_blocks_ordered``, RB-CG's blocks) calls it before its
-    workers read X, so a caller's ``use_client`` on workers without the file system is a one-line
-    error, not zarr's fill values read as data."""
+    """``check_workers_read`` for one on-disk array, once per (client, store, workers present)."""
     if client is None or type(X).__module__.split(".")[0] != "zarr":
         return
     workers = frozenset(client.scheduler_info().get("workers", {}))
-    key = (id(client), _store_of(X), str(getattr(X, "path", "")), workers)
+    key = (id(client), store_of(X), str(getattr(X, "path", "")), workers)
     if key in _READ_CHECKED:
         return
     check_workers_read(client, {name: X})
@@ -276,20 +248,11 @@ def as_dask(X, chunk_rows: int | None = None):
     return arr.rechunk(spec) if spec else arr
 
 
-def _compute(obj, client):
-    """Compute on ``client`` when given, else dask's threaded scheduler."""
-    if client is not None:
-        return client.compute(obj).result()
-    return obj.compute(scheduler="threads")
-
-
 def predict_chunked(estimator, X, client=None, *, method: str = "predict",
                     chunk_rows: int | None = None) -> np.ndarray:
-    """``estimator.<method>(X)`` computed row block by row block (numpy result in memory).
-
-    X may be numpy, zarr or dask; each block is read, predicted and dropped, so the test set is
-    never whole in memory (the predictions, n numbers per output, are).
-    """
+    """``estimator.<method>(X)`` (numpy, in memory) for X numpy, zarr or dask, computed on
+    ``client`` (None: dask's threaded scheduler) row block by row block, each read, predicted
+    and dropped."""
     fn = getattr(estimator, method, None)
     if fn is None:
         raise AttributeError(f"{type(estimator).__name__} has no method {method!r}")
@@ -302,53 +265,70 @@ def predict_chunked(estimator, X, client=None, *, method: str = "predict",
     else:
         out = arr.map_blocks(lambda b: np.asarray(fn(b)), chunks=(arr.chunks[0], (probe.shape[1],)),
                              dtype=probe.dtype, meta=np.empty((0, 0), probe.dtype))
-    return np.asarray(_compute(out, client))
+    out = out.compute(scheduler="threads") if client is None else client.compute(out).result()
+    return np.asarray(out)
 
 
-def map_blocks_ordered(fn, X, y=None, client=None, *, chunk_rows: int | None = None,
-                       row_offset: bool = False) -> list:
-    """``[fn(X_b[, y_b][, lo=first row of b]) for row blocks b]``, in row order.
+def rows_for(X, make):
+    """``make(client)`` where a fit on X spreads its rows over dask workers, else None (the fit
+    runs in this process): a client is set (``use_client``, ``current_client``) and X is not
+    held in memory (numpy or cupy; X None: whatever the fit's data)."""
+    from ..stream import is_in_memory
 
-    On ``client`` when given, else dask's threaded scheduler. When blocks fail, the error raised
-    is that of the first failing block in row order (so "first at row N" messages stay true).
-    """
-    import dask
-
-    check_workers_read_once(client, X)
-    check_workers_read_once(client, y, "y")
-    Xd = as_dask(X, chunk_rows)
-    blocks = Xd.to_delayed().ravel()
-    starts = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
-    kw = [{"lo": lo} if row_offset else {} for lo in starts]
-    if y is None:
-        parts = [dask.delayed(fn)(b, **k) for b, k in zip(blocks, kw, strict=True)]
-    else:
-        yd = as_dask(y).rechunk({0: Xd.chunks[0]})
-        parts = [dask.delayed(fn)(b, c, **k)
-                 for b, c, k in zip(blocks, yd.to_delayed().ravel(), kw, strict=True)]
-    if client is None:
-        return list(dask.compute(*parts, scheduler="threads"))
-    futures = client.compute(parts)
-    try:
-        return client.gather(futures)
-    except Exception:
-        # gather raises the first failure to arrive; report the first in row order instead
-        for f in futures:
-            if f.exception() is not None:
-                f.result()
-        raise
+    client = current_client()
+    if client is None or (X is not None and is_in_memory(X)):
+        return None
+    return make(client)
 
 
-def sum_blocks(fn, X, y=None, client=None, *, chunk_rows: int | None = None,
-               row_offset: bool = False) -> np.ndarray:
-    """sum over row blocks b of ``fn(X_b)`` (or ``fn(X_b, y_b)``), e.g. Z_b^T Z_b or K_b^T y_b.
+class ClusterRows:
+    """Row-block work on ``client`` (None: dask's threaded scheduler): the ``rows`` that
+    ``solvers.nystrom`` and ``kernels.random_binning`` take. ``chunk_rows``: rows per block
+    (``as_dask``)."""
 
-    Each block is one task; partial sums come back to the caller and are added in row order,
-    so the result is the same on any scheduler. ``row_offset``: fn also gets ``lo=`` (b's first
-    row), e.g. for error messages naming a global row.
-    """
-    results = map_blocks_ordered(fn, X, y, client, chunk_rows=chunk_rows, row_offset=row_offset)
-    total = np.array(results[0], dtype=np.float64, copy=True)
-    for r in results[1:]:
-        total += r
-    return total
+    def __init__(self, client=None):
+        self.client = client
+
+    def map(self, fn, X, y=None, *, chunk_rows: int | None = None) -> list:
+        """``[fn(X_b[, y_b], lo=first row of b) for row blocks b]``, in row order; when blocks
+        fail, the error of the first failing block in row order."""
+        import dask
+
+        client = self.client
+        check_workers_read_once(client, X)
+        check_workers_read_once(client, y, "y")
+        Xd = as_dask(X, chunk_rows)
+        blocks = Xd.to_delayed().ravel()
+        starts = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
+        if y is None:
+            parts = [dask.delayed(fn)(b, lo=lo) for b, lo in zip(blocks, starts, strict=True)]
+        else:
+            yd = as_dask(y).rechunk({0: Xd.chunks[0]}).to_delayed().ravel()
+            parts = [dask.delayed(fn)(b, c, lo=lo)
+                     for b, c, lo in zip(blocks, yd, starts, strict=True)]
+        if client is None:
+            return list(dask.compute(*parts, scheduler="threads"))
+        futures = client.compute(parts)
+        try:
+            return client.gather(futures)
+        except Exception:
+            # gather raises the first failure to arrive; report the first in row order instead
+            for f in futures:
+                if f.exception() is not None:
+                    f.result()
+            raise
+
+    def sum(self, fn, X, y=None, *, chunk_rows: int | None = None) -> np.ndarray:
+        """The float64 sum of ``map``'s results, added in row order (the same on any
+        scheduler)."""
+        results = self.map(fn, X, y, chunk_rows=chunk_rows)
+        total = np.array(results[0], dtype=np.float64, copy=True)
+        for r in results[1:]:
+            total += r
+        return total
+
+
+def cluster_rows() -> ClusterRows | None:
+    """``ClusterRows`` on the ``use_client`` client, or None (no client: work in this process)."""
+    client = current_client()
+    return None if client is None else ClusterRows(client)

@@ -1,10 +1,11 @@
-"""`make reproduce` (issue 23): the seed papers' headline claims on the real data at hand, each as
-a figure that states the claim, the measured ratio and whether it holds, plus a verdict table.
+"""``kernelscale reproduce`` (``make reproduce``): the seed papers' headline claims on the real
+data at hand, each as a figure that states the claim, the measured ratio and whether it holds,
+plus a verdict table.
 
 One function per claim, each ``claim(datasets, max_train, out, **options) -> [verdict, ...]``
 (one verdict per dataset: ``{paper, claim, dataset, n_train, measured, holds, rule, problem,
 note}``, ``holds`` True / False / None = not measurable here). Each writes ``<out>/<claim>.csv``
-and ``.png``.
+and ``.png``; the measurements are in ``reproduce_runs``.
 
 Every comparison is at an equal problem: its methods are given one kernel and bandwidth, one nu
 in one convention (``Problem``: the per-sample nu of (nu/2)||f||^2 + (1/N) sum loss, every
@@ -13,27 +14,38 @@ one budget. Each claim reads back what every fitted method actually used and ``s
 stops the claim when two differ; verdicts.md prints the shared problem and each verdict's rule
 (``RULES``) beside it.
 Training sets are subsampled to ``max_train`` rows (seeded), test sets to ``--max-test``; the
-figures say so. Data: ``../shared/devdata`` prepared as in ``benchmarks/realdata.py`` (its cache).
+figures say so. Data: the development sets of ``--devdata`` (``devdata.default_devdata()``)
+prepared as the pipeline prepares them (``devdata.prepared``, cached in ``--cache``), or a
+dataset the pipeline has prepared in ``results/data/<name>``.
 
-* paper003_dsg_equal_time -- DSG against random features (RFF-SGD) and Nystrom at equal time:
-  DSG's final test error <= the best error each baseline reached within DSG's fit time (one
-  thread; a baseline with no model that fast counts as beaten). Gaussian kernel; sigma and nu
-  chosen once per dataset by the library's "auto" rule and given to all three.
-* paper000_ordering -- training objective (loss term, fixed 5,000-row sample) against CPU time:
-  at the shortest final time of the three, CDSG <= UDSG * (1 + tol) and UDSG <= DSG * (1 + tol).
-* paper002_rb_vs_rff -- RB (CG) against RFF ridge at equal R: RB's test error <= RFF's at a
-  majority of the R grid (error vs R and vs time plotted). Both solve ridge with the paper's
-  lambda = 0.01 of (Z^T Z + lambda I), i.e. nu = 0.01 / N (``reg: 0.01/n``).
-* paper002_cd_speedup -- CD on RB features with 2 threads: speed-up >= 0.75 x eq. 29's
-  prediction; not measurable (holds None) when the 2-thread run got < 1.6 cores (cpu/wall).
-* paper004_eigenpro_epochs -- EigenPro reaches the test-error target (exact KRR's + slack) in
-  fewer epochs than the same loop without preconditioner (kernel SGD); time to target reported.
+The claims (the number in each name is the paper's in the project's list of seed papers):
 
-    python benchmarks/reproduce.py --config config/reproduce.yaml --out results/reproduce
-    python benchmarks/reproduce.py --claims 003 000 --datasets dev_phoneme --max-train 2000
+* paper003_dsg_equal_time -- Dai, Xie, He, Liang, Raj, Balcan, Song, Scalable Kernel Methods via
+  Doubly Stochastic Gradients, NIPS 2014: DSG against random features (RFF-SGD) and Nystrom at
+  equal time: DSG's final test error <= the best error each baseline reached within DSG's fit
+  time (one thread; a baseline with no model that fast counts as beaten). Gaussian kernel; sigma
+  and nu chosen once per dataset by the library's "auto" rule and given to all three.
+* paper000_ordering -- Fast Doubly Stochastic Kernel Machines (UDSG, CDSG): training objective
+  (loss term, fixed 5,000-row sample) against CPU time: at the shortest final time of the three,
+  CDSG <= UDSG * (1 + tol) and UDSG <= DSG * (1 + tol).
+* paper002_rb_vs_rff -- Wu, Chen, Yen, Yan, Revisiting Random Binning Features: Fast Convergence
+  and Strong Parallelizability, KDD 2016: RB (CG) against RFF ridge at equal R: RB's test error
+  <= RFF's at a majority of the R grid (error vs R and vs time plotted). Both solve ridge with
+  the paper's lambda = 0.01 of (Z^T Z + lambda I), i.e. nu = 0.01 / N (``reg: 0.01/n``).
+* paper002_cd_speedup -- the same paper: CD on RB features with 2 threads: speed-up >= 0.75 x
+  eq. 29's prediction; not measurable (holds None) when the 2-thread run got < 1.6 cores
+  (cpu/wall).
+* paper004_eigenpro_epochs -- Ma, Belkin, Diving into the Shallows: a Computational Perspective
+  on Large-Scale Shallow Learning, NIPS 2017: EigenPro reaches the test-error target (exact KRR's
+  + slack) in fewer epochs than the same loop without preconditioner (kernel SGD); time to target
+  reported.
+
+    kernelscale reproduce --config config/reproduce.yaml --out results/reproduce
+    kernelscale reproduce --claims 003 000 --datasets dev_phoneme --max-train 2000
 
 writes ``<out>/verdicts.md`` and ``verdicts.csv`` and one MLflow run per claim. Each method has
-the colour and marker it has in every figure of the project (``method_style``).
+the colour and marker it has in every figure of the project (``method_style``). One BLAS thread
+unless the environment sets ``OPENBLAS_NUM_THREADS`` (fit times are one-core times).
 """
 
 from __future__ import annotations
@@ -48,14 +60,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import NamedTuple
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")  # one BLAS thread: fit times are one-core times
+import numpy as np
 
-import numpy as np  # noqa: E402
-import realdata  # noqa: E402  (a sibling module)
+from . import devdata as devdata_module
 
-REPO = realdata.REPO
 EXPERIMENT = "kernelscale-reproduce"
+CACHE = Path("results") / "realdata" / "data"  # the development sets, prepared
 MARK = {True: "HOLDS", False: "DOES NOT HOLD", None: "NOT MEASURABLE"}
 
 
@@ -75,7 +85,7 @@ class Data(SimpleNamespace):
         return f"n_train {len(self.X):,}{sub}, n_test {len(self.Xt):,}"
 
 
-PREPARED = REPO / "results" / "data"  # the pipeline's prepared datasets (config/papers.yaml's too)
+PREPARED = Path("results") / "data"  # the pipeline's prepared datasets (config/papers.yaml's too)
 
 
 def prepared_path(name) -> Path | None:
@@ -87,8 +97,8 @@ def prepared_path(name) -> Path | None:
 def load_prepared(name, max_train, max_test=None, seed=0) -> Data:
     """A dataset the pipeline prepared (e.g. one of config/papers.yaml after its download),
     subsampled by seeded row indices read from its zarr store (never the whole set)."""
-    from kernelscale.pipeline.data.store import open_prepared
-    from kernelscale.stream import take_rows
+    from ..stream import take_rows
+    from .data.store import open_prepared
 
     meta, arrays = open_prepared(PREPARED / name)
 
@@ -105,18 +115,17 @@ def load_prepared(name, max_train, max_test=None, seed=0) -> Data:
 
 
 def load(name, max_train, max_test=None, devdata=None, cache=None, seed=0) -> Data:
-    specs = realdata.load_devdata_specs(Path(devdata or realdata.DEFAULT_DEVDATA))
+    specs = devdata_module.load_devdata_specs(Path(devdata or devdata_module.default_devdata()))
     if name not in specs:
         if prepared_path(name) is not None:
             return load_prepared(name, max_train, max_test, seed)
         raise SystemExit(f"reproduce: unknown dataset {name!r}: neither a devdata set "
                          f"({', '.join(sorted(specs))}) nor prepared in {PREPARED}")
     spec = specs[name]
-    X, y, Xt, yt, _ = realdata.prepared(name, spec, Path(cache or REPO / "results" / "realdata"
-                                                        / "data"))
+    X, y, Xt, yt, _ = devdata_module.prepared(name, spec, Path(cache or CACHE))
     n_full = X.shape[0]
-    X, y = realdata.subsample(X, y, max_train, seed)
-    Xt, yt = realdata.subsample(Xt, yt, max_test, seed + 1)
+    X, y = devdata_module.subsample(X, y, max_train, seed)
+    Xt, yt = devdata_module.subsample(Xt, yt, max_test, seed + 1)
     return Data(task=spec["task"], X=X, y=y, Xt=Xt, yt=yt, n_full=n_full, name=name)
 
 
@@ -132,7 +141,7 @@ def verdict(paper, claim, d: Data, measured, holds, note="", rule="", problem=""
 class Problem(NamedTuple):
     """What one method of a comparison was given. ``nu``: the per-sample weight of the
     regulariser in the library's objective (nu/2)||f||^2 + (1/N) sum loss (every estimator's
-    ``reg_``; of ||w||_1 for coordinate descent, paper 002 eq. 23; 0 = none, EigenPro's square
+    ``reg_``; of ||w||_1 for coordinate descent, Wu et al. 2016, eq. 23; 0 = none, EigenPro's square
     loss iterated towards the interpolant); the ridge lambda of (Z^T Z + lambda I), scikit-learn's
     KernelRidge alpha, is N nu (``kernelscale.estimators._params.reg_and_ridge``). ``budget``:
     what the comparison holds equal (R, epochs, fit time)."""
@@ -199,7 +208,7 @@ def shared_sigma_nu(d: Data, kernel="gaussian") -> tuple[float, str]:
     """The bandwidth and reg every method of a comparison is given: the library's "auto" rule
     (``kernels.selection.select``, seed 0) run once on the training set, as each estimator's
     own "auto" would; reg as "alpha/n" (nu = alpha / N, the same bits as "auto")."""
-    from kernelscale.kernels.selection import select
+    from ..kernels.selection import select
 
     classify = d.kind == "classification"
     Y = np.searchsorted(np.unique(d.y), d.y) if classify else d.y
@@ -239,7 +248,7 @@ def _panel_title(ax, d: Data, v: dict):
 
 def _log_x(ax):
     """A log time axis labelled with plain numbers that do not collide (the pipeline's)."""
-    from kernelscale.pipeline.plots import _readable_log_axis
+    from .plots import _readable_log_axis
 
     _readable_log_axis(ax, "x")
 
@@ -253,7 +262,7 @@ def _save(fig, path: Path):
 
 
 # Each method's name in the library's registry, for its colour and marker: the same as in the
-# pipeline's figures (kernelscale.pipeline.plots.ALGORITHM_STYLES). Paper 002's RFF ridge and CD
+# pipeline's figures (kernelscale.pipeline.plots.ALGORITHM_STYLES). Wu et al.'s RFF ridge and CD
 # on Fourier features, which the registry has not, take the random-features colour (rff_sgd's)
 # with a marker of their own.
 STYLE_NAMES = {"RB+CG": ("rb_cg", None), "RFF": ("rff_ridge", "rff_sgd"),
@@ -264,7 +273,7 @@ STYLE_NAMES = {"RB+CG": ("rb_cg", None), "RFF": ("rff_ridge", "rff_sgd"),
 def method_style(method: str) -> dict:
     """``color`` and ``marker`` of ``method`` (a registry name such as "dsg", or a label of
     ``STYLE_NAMES``) for ``ax.plot``: fixed per method across every figure of the project."""
-    from kernelscale.pipeline.plots import algorithm_style
+    from .plots import algorithm_style
 
     colour, marker = algorithm_style(*STYLE_NAMES.get(method, (method.lower(), None)))
     return {"color": colour, "marker": marker}
@@ -275,7 +284,7 @@ def _metric_name(d: Data) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# paper 003: DSG vs random features and Nystrom at equal time
+# paper003 (Dai et al. 2014): DSG vs random features and Nystrom at equal time
 # ---------------------------------------------------------------------------------------------
 def decide_003(points: dict) -> tuple[str, bool, str]:
     """``points``: method -> [(fit_s, score), ...] with "dsg" among them. DSG's last point against
@@ -300,8 +309,9 @@ def decide_003(points: dict) -> tuple[str, bool, str]:
 
 def paper003_dsg_equal_time(datasets, max_train, out, *, max_test=None, segments=4,
                             methods=("dsg", "rff_sgd", "nystrom"), devdata=None, cache=None):
-    from dsg_race_curves import curve
     from threadpoolctl import threadpool_limits
+
+    from .reproduce_runs import curve
 
     claim = "DSG reaches a lower test error than RFF-SGD and Nystrom at equal fit time"
     rows, verdicts, panels = [], [], []
@@ -343,7 +353,7 @@ def paper003_dsg_equal_time(datasets, max_train, out, *, max_test=None, segments
 
 
 # ---------------------------------------------------------------------------------------------
-# paper 000: objective vs time, CDSG <= UDSG <= DSG
+# paper000 (Fast Doubly Stochastic Kernel Machines): objective vs time, CDSG <= UDSG <= DSG
 # ---------------------------------------------------------------------------------------------
 def decide_000(curves: dict, tol: float) -> tuple[str, bool, float, dict]:
     """``curves``: variant -> [(time, objective), ...] for dsg, udsg, cdsg. Objectives at the
@@ -361,8 +371,9 @@ def decide_000(curves: dict, tol: float) -> tuple[str, bool, float, dict]:
 
 def paper000_ordering(datasets, max_train, out, *, max_test=None, segments=6, epochs=1.0,
                       sample=5000, tol=0.01, devdata=None, cache=None):
-    from dsg_ordering import run_arrays
     from threadpoolctl import threadpool_limits
+
+    from .reproduce_runs import run_arrays
 
     claim = "training objective at equal time: CDSG <= UDSG <= DSG"
     rows, verdicts, panels = [], [], []
@@ -401,10 +412,10 @@ def paper000_ordering(datasets, max_train, out, *, max_test=None, segments=6, ep
 
 
 # ---------------------------------------------------------------------------------------------
-# paper 002: RB vs RFF at equal R; CD's parallel speed-up
+# paper002 (Wu et al. 2016): RB vs RFF at equal R; CD's parallel speed-up
 # ---------------------------------------------------------------------------------------------
 def decide_002_rb(rows) -> tuple[str, bool]:
-    """``rows`` of ``rb_vs_fourier.compare`` for one dataset: RB <= RFF at a majority of R."""
+    """``rows`` of ``reproduce_runs.compare`` for one dataset: RB <= RFF at a majority of R."""
     rb = {r["R"]: r["test_error"] for r in rows if r["method"] == "RB+CG"}
     rf = {r["R"]: r["test_error"] for r in rows if r["method"] == "RFF"}
     Rs = sorted(rb)
@@ -417,8 +428,9 @@ def decide_002_rb(rows) -> tuple[str, bool]:
 def paper002_rb_vs_rff(datasets, max_train, out, *, max_test=None,
                        grids=(16, 32, 64, 128, 256), reg="0.01/n", tol=1e-3, devdata=None,
                        cache=None):
-    from rb_vs_fourier import compare
     from threadpoolctl import threadpool_limits
+
+    from .reproduce_runs import compare
 
     claim = "Random Binning reaches a lower test error than random Fourier features at equal R"
     rows, verdicts, panels = [], [], []
@@ -464,7 +476,7 @@ def paper002_rb_vs_rff(datasets, max_train, out, *, max_test=None,
 
 
 def decide_002_cd(rows, min_cores=1.6, share=0.75) -> tuple[str, bool | None, str]:
-    """``rows`` of ``cd_speedup.speedups`` with tau 1 and 2: RB's 2-thread speed-up against
+    """``rows`` of ``reproduce_runs.speedups`` with tau 1 and 2: RB's 2-thread speed-up against
     ``share`` x eq. 29; None when the 2-thread RB run got fewer than ``min_cores`` cores."""
     rb2 = next(r for r in rows if r["features"] == "RB" and r["tau"] == 2)
     f2 = next((r for r in rows if r["features"] == "Fourier" and r["tau"] == 2), None)
@@ -480,7 +492,7 @@ def decide_002_cd(rows, min_cores=1.6, share=0.75) -> tuple[str, bool | None, st
 
 def paper002_cd_speedup(datasets, max_train, out, *, max_test=None, R=64, epochs=20, reg=1e-4,
                         repeats=2, devdata=None, cache=None):
-    from cd_speedup import speedups
+    from .reproduce_runs import speedups
 
     claim = "coordinate descent on RB features speeds up with threads (>= 0.75 x eq. 29, 2 threads)"
     rows, verdicts, panels = [], [], []
@@ -520,7 +532,7 @@ def paper002_cd_speedup(datasets, max_train, out, *, max_test=None, R=64, epochs
 
 
 # ---------------------------------------------------------------------------------------------
-# paper 004: EigenPro vs plain kernel SGD, epochs and time to a target error
+# paper004 (Ma and Belkin 2017): EigenPro vs plain kernel SGD, epochs and time to a target
 # ---------------------------------------------------------------------------------------------
 def decide_004(ep: dict, sgd: dict, max_epochs: int) -> tuple[str, bool]:
     """``ep`` / ``sgd``: {"epochs": int | None, "time": float | None} to the test target."""
@@ -540,8 +552,9 @@ def decide_004(ep: dict, sgd: dict, max_epochs: int) -> tuple[str, bool]:
 def paper004_eigenpro_epochs(datasets, max_train, out, *, max_test=None, max_epochs=15,
                              k=160, M=2000, batch=256, alpha=1.0, slack=0.005, devdata=None,
                              cache=None):
-    from eigenpro_vs_sgd import run
     from threadpoolctl import threadpool_limits
+
+    from .reproduce_runs import eigenpro_against_sgd
 
     claim = "EigenPro reaches the test-error target in fewer epochs than plain kernel SGD"
     rows, verdicts, panels = [], [], []
@@ -551,10 +564,10 @@ def paper004_eigenpro_epochs(datasets, max_train, out, *, max_test=None, max_epo
             d = load(name, max_train, max_test, devdata, cache)
             if d.task == "regression":
                 raise SystemExit(f"reproduce: paper004 runs on classification data, {name} is not")
-            from kernelscale.kernels import resolve_bandwidth
+            from ..kernels import resolve_bandwidth
 
             sigma = resolve_bandwidth("median", d.X, "euclidean", seed=0)  # one sigma for all
-            res = run(name, d.X, d.y, d.Xt, d.yt, sigma, args)
+            res = eigenpro_against_sgd(name, d.X, d.y, d.Xt, d.yt, sigma, args)
             # no ridge (nu 0): both iterate the square loss towards the interpolant
             problem = same_problem({lab: Problem("gaussian", r["sigma"], 0.0, "square",
                                                  f"epochs of batch {r['batch']}")
@@ -610,7 +623,7 @@ def _finish(out, stem, rows, fig):
 
 
 def select(names) -> list[str]:
-    """Claim names from full names or paper numbers ("002" = both of paper 002's claims)."""
+    """Claim names from full names or the numbers in them ("002" = both paper002 claims)."""
     out = []
     for n in names:
         hit = [c for c in CLAIMS if c == n or c.startswith(f"paper{n}_")]
@@ -634,7 +647,7 @@ def verdicts_markdown(verdicts, header="") -> str:
 def log_mlflow(uri, experiment, stem, settings, verdicts, files) -> str:
     import mlflow
 
-    from kernelscale.pipeline.tracking import init_store
+    from .tracking import init_store
 
     init_store(uri, experiment)
     mlflow.set_tracking_uri(uri)
@@ -654,21 +667,48 @@ def log_mlflow(uri, experiment, stem, settings, verdicts, files) -> str:
         return run.info.run_id
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``kernelscale reproduce``."""
     p.add_argument("--config", help="config/reproduce.yaml: claims, datasets and sizes")
     p.add_argument("--claims", nargs="+", help="claim names or paper numbers (003 000 002 004)")
     p.add_argument("--datasets", nargs="+", help="override every claim's datasets")
     p.add_argument("--max-train", type=int, help="override every claim's training subsample")
     p.add_argument("--max-test", type=int, default=None)
-    p.add_argument("--out", default=str(REPO / "results" / "reproduce"))
-    p.add_argument("--devdata", default=None)
-    p.add_argument("--cache", default=str(REPO / "results" / "realdata" / "data"))
-    p.add_argument("--tracking-uri", default=f"sqlite:///{REPO / 'results' / 'mlflow.db'}",
+    p.add_argument("--out", default=str(Path("results") / "reproduce"))
+    p.add_argument("--devdata", default=None,
+                   help="folder of devdata.yaml (default: $KERNELSCALE_DEVDATA, else "
+                        "../shared/devdata)")
+    p.add_argument("--cache", default=str(CACHE), help="prepared development sets")
+    p.add_argument("--tracking-uri", default="sqlite:///results/mlflow.db",
                    help="MLflow URI ('' for none)")
     p.add_argument("--experiment", default=None)
-    a = p.parse_args(argv)
 
+
+def main(argv=None) -> int:
+    """``kernelscale reproduce`` from Python: ``main(["--claims", "002", ...])``."""
+    p = argparse.ArgumentParser(prog="kernelscale reproduce", description=__doc__.split("\n\n")[0])
+    add_arguments(p)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return run(p.parse_args(argv), "kernelscale reproduce " + " ".join(argv))
+
+
+def run(a, command: str | None = None) -> int:
+    """Run the claims of ``add_arguments``'s options ``a``; ``command`` goes into verdicts.md
+    (default: this process's command line)."""
+    from contextlib import nullcontext
+
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread unless the environment chose (numpy's BLAS read its count when loaded)
+    chosen = "OPENBLAS_NUM_THREADS" in os.environ
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    command = command or "kernelscale " + " ".join(sys.argv[1:])
+    with nullcontext() if chosen else threadpool_limits(1, user_api="blas"):
+        return _run(a, command)
+
+
+def _run(a, command: str) -> int:
     cfg = {}
     if a.config:
         import yaml
@@ -721,11 +761,7 @@ def main(argv=None) -> int:
               f"{os.getloadavg()[0]:.1f} after; wall time {wall:.0f} s. Training sets subsampled "
               f"(n train column); test sets to {max_test or 'all'} rows. Figures: "
               + ", ".join(f"[{n}]({n}.png)" for n in names) + ".\n\n"
-              f"Command: `python benchmarks/reproduce.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n")
+              f"Command: `{command}`\n")
     (out / "verdicts.md").write_text(verdicts_markdown(verdicts, header))
     print(f"wrote {out / 'verdicts.md'} ({wall:.0f} s)")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

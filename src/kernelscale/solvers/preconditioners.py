@@ -1,4 +1,5 @@
-"""Top-k eigensystems and the EigenPro preconditioners (Ma & Belkin, NIPS 2017, paper 004).
+"""Top-k eigensystems and the EigenPro preconditioners (Ma, Belkin, Diving into the Shallows: a
+Computational Perspective on Large-Scale Shallow Learning, NIPS 2017).
 
 Notation of the paper (§2-§4): H is the (non-centred) covariance of the feature vectors,
 H = (1/n) sum_i phi(x_i) phi(x_i)^T, with eigenpairs (lambda_i, e_i) in decreasing order. The
@@ -10,27 +11,16 @@ which flattens the top k eigenvalues of P H to tau lambda_{k+1}; the top eigenva
 then lambda_{k+1} (for tau <= 1). Both versions estimate (lambda_i, e_i) from a subsample of
 M points, as the paper does.
 
-Step size and batch size (§4). The paper picks eta = 1 / ||P H_m||, H_m the covariance of a
-mini-batch of m points, and bounds ||P H_m|| with high probability by
-lambda_{k+1} + O(kappa / m) + O(sqrt(lambda_{k+1} kappa / m)) (Theorem 3), kappa = max ||x||^2.
-We use the expectation form of that bound: ||P H_m|| ~ lambda_{k+1} + (beta - lambda_{k+1}) / m,
-which is exact for m = 1 (||P H_1|| = ||P^{1/2} phi(x)||^2 = beta) and for m -> infinity
-(lambda_{k+1}); beta = max_x ||P^{1/2} phi(x)||^2 over the subsample (the preconditioned
-kappa). Hence
+Step size and batch size (§4): eta = 1 / ||P H_m||, H_m the covariance of a mini-batch of m
+points, with the expectation form ||P H_m|| ~ lambda_{k+1} + (beta - lambda_{k+1}) / m of the
+paper's bound (Theorem 3), beta = max_x ||P^{1/2} phi(x)||^2. Hence
 
     eta(m) = m / (beta + (m - 1) lambda_{k+1}),                                   (S1)
-    m*     = beta / lambda_{k+1}   (the "critical" batch: beyond it eta stops growing
-                                    linearly in m, so larger batches waste work).  (S2)
+    m*     = beta / lambda_{k+1}   (the critical batch size).                     (S2)
 
-(S1) is eta = m / beta (small batches: the "eta ~ 1/sqrt(lambda_{k+1})" regime of §4 grows
-into this linear-scaling rule) and tends to eta = 1 / lambda_{k+1} (§4's "eta = ||P H||^-1")
-for large m. The same formulas with k = 0 (P = I, lambda_1 in place of lambda_{k+1}) give the
-step of plain SGD, which is how we compare the two fairly.
-
-Two safeguards the paper leaves implicit: k is capped so that lambda_{k+1} >= beta_0 / M
-(``resolvable_k``: eigenpairs below one subsample point's share of the trace are not estimated,
-only noise; EigenPro 2's rule m* <= M), and beta is measured on held-out probe rows as well as
-on the subsample (``set_beta``), since the subsample's own points underestimate it.
+With k = 0 (P = I, lambda_1 in place of lambda_{k+1}) they give the step of plain SGD. k is capped
+so that lambda_{k+1} >= beta_0 / M (``resolvable_k``), and beta is also evaluated on held-out probe
+rows (``set_beta``).
 """
 
 from __future__ import annotations
@@ -41,11 +31,8 @@ from types import ModuleType
 import numpy as np
 import scipy.linalg
 
-from .rng import PRECONDITIONER_SKETCH, PRECONDITIONER_SUBSAMPLE, block_generator
-from .solvers._common import DeviceState
-
-# Separate counter-based streams so the subsample and the randomized-SVD test matrix never share
-# random numbers with mini-batch orders or feature blocks.
+from ..rng import PRECONDITIONER_SKETCH, PRECONDITIONER_SUBSAMPLE, block_generator
+from ._common import DeviceState
 
 
 def step_size(beta: float, lam: float, m: int) -> float:
@@ -94,9 +81,7 @@ def top_eigh(A, q: int, xp: ModuleType, *, method: str = "auto", seed: int = 0,
             vals, vecs = xp.linalg.eigh(A)
             vals, vecs = vals[N - q:], vecs[:, N - q:]
     else:
-        # generous oversampling: the sketch underestimates the trailing (k+1)-th eigenvalue, and
-        # a too small lambda_{k+1} means a too large step
-        p = min(N, q + max(n_oversample, q // 4))
+        p = min(N, q + max(n_oversample, q // 4))  # generous oversampling: lambda_{k+1} matters
         omega = block_generator(seed, 0, PRECONDITIONER_SKETCH).standard_normal((N, p))
         Q, _ = xp.linalg.qr(A @ xp.asarray(omega, dtype=A.dtype))
         for _ in range(n_power_iter):  # power iterations sharpen a slowly decaying spectrum
@@ -109,14 +94,8 @@ def top_eigh(A, q: int, xp: ModuleType, *, method: str = "auto", seed: int = 0,
 
 
 def resolvable_k(lam, k: int, beta0: float, M: int) -> int:
-    """Largest k' <= k with lambda_{k'+1} >= beta0 / M (lambda: subsample eigenvalues, desc.).
-
-    The eigenvalues of the covariance sum to its trace E||phi(x)||^2 <= beta0, and an M-point
-    subsample carries beta0 / M per point: eigenpairs below that level are not resolved by the
-    subsample (at the extreme they are round-off), and flattening them makes P H lose its bound
-    lambda_{k+1}, so the §4 step diverges. Equivalently the critical batch m* = beta0 / lambda_{k+1}
-    stays <= M, the rule EigenPro 2 (Ma & Belkin 2019) uses to pick k.
-    """
+    """Largest k' <= k with lambda_{k'+1} >= beta0 / M (lambda: subsample eigenvalues, desc.):
+    the critical batch m* = beta0 / lambda_{k+1} stays <= M."""
     floor = beta0 / M
     ok = [i for i in range(int(k) + 1) if float(lam[i]) >= floor]
     return max(ok) if ok else 0
@@ -142,7 +121,7 @@ class KernelPreconditioner(DeviceState):
 
     so the correction lives on the subsample coefficients:
     ``alpha_S += (eta / m) U diag(d) U^T K_{S,B} r`` with d_i = (1 - tau lambda_{k+1}/lambda_i)/sigma_i
-    (paper 004 §3, "Kernel EigenPro"; O(k M) per iteration beyond K_{S,B} r).
+    (Ma & Belkin 2017, §3, "Kernel EigenPro"; O(k M) per iteration beyond K_{S,B} r).
     """
 
     _arrays = ("U", "d")
@@ -184,8 +163,7 @@ class KernelPreconditioner(DeviceState):
         return kxx - ((proj * proj) * self.d[None, :]).sum(axis=1)
 
     def set_beta(self, kxx, K_xS) -> float:
-        """beta = max k_P(x, x) over probe rows as well: the subsample alone underestimates it
-        (its own points are fitted best by its eigenvectors), and a too small beta diverges."""
+        """Raise beta to max k_P(x, x) over the probe rows (K_xS: their K(x, S)); returns beta."""
         self.beta = max(self.beta, float(self.preconditioned_diag(kxx, K_xS).max()))
         return self.beta
 
@@ -220,10 +198,7 @@ class PrimalPreconditioner(DeviceState):
             # right singular vectors from left ones: e_i = Phi^T v_i / sqrt(M lambda_i)
             E = Phi_S.T @ V / xp.sqrt(xp.maximum(M * lam, 1e-300))[None, :]
         norms = (Phi_S * Phi_S).sum(axis=1)
-        # with a known batch size m, eigenvalues below beta0 / m are not flattened either: the
-        # step m / (beta + (m - 1) lambda_{k+1}) stops growing once lambda_{k+1} < beta / m
-        # (the critical batch m* = beta / lambda_{k+1} passes m, EigenPro 2's rule), while each
-        # flattened direction adds to the step's noise
+        # with a known batch size m, eigenvalues below beta0 / m are not flattened either
         k = resolvable_k(lam, k, float(norms.max()), M if batch_size is None
                          else min(M, int(batch_size)))
         while k > 0 and float(lam[k]) < min_eigenvalue:  # lambda_{k+1} >= the caller's floor
@@ -271,10 +246,7 @@ class PrimalPreconditioner(DeviceState):
 
     def top_eigenvalue(self, Phi, n_iter: int = 32, seed: int = 0) -> float:
         """lambda_max(P^{1/2} H P^{1/2}) for H = Phi^T Phi / m on other rows than the subsample's,
-        by power iteration (Rayleigh quotient; 2 m D per iteration, no D x D matrix). On rows
-        outside the subsample the flattened top directions leak back: the estimated
-        eigenvectors are off by ~ lambda_1 sqrt(r / M) (r = tr H / lambda_1), which can be
-        several times lambda_{k+1}."""
+        by power iteration (Rayleigh quotient; 2 m D per iteration, no D x D matrix)."""
         xp, m = self.xp, int(Phi.shape[0])
         v = xp.asarray(np.random.default_rng(seed).standard_normal((Phi.shape[1], 1)),
                        dtype=Phi.dtype)

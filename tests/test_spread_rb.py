@@ -1,4 +1,4 @@
-"""RB-CG with its features on dask worker processes (``distributed_rb``): the workers read and bin
+"""RB-CG with its features on dask worker processes (``kernelscale.spread.rb``): the workers read and bin
 their own rows of the zarr store, the client holds only the vocabulary, the model is the
 in-process one, and a worker killed mid-fit costs only time."""
 
@@ -13,10 +13,9 @@ import pytest
 zarr = pytest.importorskip("zarr")
 pytest.importorskip("distributed")
 
-from kernelscale.distributed import client_for, use_client  # noqa: E402
-from kernelscale.distributed_rb import SpreadRB  # noqa: E402
 from kernelscale.estimators.random_binning import RBClassifier, RBRegressor  # noqa: E402
 from kernelscale.kernels.random_binning import RandomBinning  # noqa: E402
+from kernelscale.spread import SpreadRB, client_for, use_client  # noqa: E402
 
 KW = dict(n_components=16, engine={"chunk_rows": 500}, bandwidth=2.0, reg=1.0, tol=1e-12,
           n_iter=500, random_state=0)
@@ -80,7 +79,7 @@ def test_a_bad_row_is_named_and_nothing_stays_on_the_cluster(client, data, tmp_p
 
 
 def test_fit_survives_a_worker_killed_mid_cg(data, monkeypatch):
-    """The victim's row blocks are recomputed from their lineage (read, hash, bin) on the
+    """The victim's part (its row blocks) is read, hashed and binned again on the
     workers left; one warning names it; the model is the in-process one."""
     Xz, X, y = data
     local = RBRegressor(**KW).fit(X, y)
