@@ -42,7 +42,7 @@ CASES = [
     ("exact_krr", {"reg": "0.1/n"}),
     ("libsvm", {"reg": "0.1/n"}),
     ("pegasos", {"n_iter": 100, "reg": 1e-3}),
-    ("norma", {"n_iter": 100, "budget": 500, "batch_size": 32}),
+    ("norma", {"n_iter": 100, "max_terms": 500, "batch_size": 32}),
     ("norma", {"reg": 1e-4, "n_iter": "1 epochs"}),
 ]
 

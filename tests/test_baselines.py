@@ -66,7 +66,7 @@ def test_nystrom_with_all_points_equals_exact_krr():
     X, y = _regression()
     Xt = np.random.default_rng(6).standard_normal((40, 4))
     exact = ExactKRRRegressor(reg="0.1/n", bandwidth=BW, engine={"device": "cpu"}).fit(X, y)
-    nys = NystromRidgeRegressor(n_components=len(X), reg="0.1/n", bandwidth=BW, engine={"device": "cpu", "chunk_rows": 64},
+    nys = NystromRidgeRegressor(n_components=len(X), reg="0.1/n", bandwidth=BW, engine={"device": "cpu", "pass_rows": 64},
                                 random_state=0).fit(X, y)
     assert np.allclose(nys.predict(Xt), exact.predict(Xt), rtol=1e-7, atol=1e-8)
     assert np.allclose(nys.predict(X), exact.predict(X), rtol=1e-7, atol=1e-8)
@@ -139,17 +139,17 @@ def test_pegasos_and_norma_classify_the_disc():
     X, y = _disc()
     Xt, yt = _disc(1000, seed=2, noise=0.0)
     peg = PegasosClassifier(reg=1e-3, bandwidth=0.5, n_iter="5 epochs", engine={"device": "cpu"}, random_state=0)
-    nor = NORMAClassifier(reg=1e-2, eta0=0.5, budget=200, bandwidth=0.5, n_iter="5 epochs", engine={"device": "cpu"},
+    nor = NORMAClassifier(reg=1e-2, eta0=0.5, max_terms=200, bandwidth=0.5, n_iter="5 epochs", engine={"device": "cpu"},
                           random_state=0)
     for est in (peg, nor):
         est.fit(X, y)
         assert (est.predict(Xt) == yt).mean() > 0.9, type(est).__name__
     assert 0 < peg.n_support_ <= len(X)
-    assert nor.solver_.count == 200  # the expansion is truncated at the budget
+    assert nor.solver_.count == 200  # the expansion is truncated at max_terms
 
 
 def test_norma_is_stable_on_the_pipeline_binary_problem():
-    """The pipeline's setting (generated binary set, standardized, median bandwidth, budget 500,
+    """The pipeline's setting (generated binary set, standardized, median bandwidth, max_terms 500,
     batch 32, default step): the truncated window's label imbalance used to swing the near-constant
     part of f (k ~ 0.6 for most pairs), and whole warm-started segments predicted one class
     (accuracy 0.48). With the control variate every segment stays near Pegasos / RFF-SGD (~0.95)."""
@@ -163,7 +163,7 @@ def test_norma_is_stable_on_the_pipeline_binary_problem():
     X = StandardScaler().fit_transform(np.concatenate([b.X for b in blocks]).astype(np.float64))
     y = np.concatenate([b.y for b in blocks])
     Xtr, ytr, Xte, yte = X[:10000], y[:10000], X[10000:], y[10000:]
-    est = NORMAClassifier(budget=500, batch_size=32, n_iter=100, warm_start=True, engine={"device": "cpu"},
+    est = NORMAClassifier(max_terms=500, batch_size=32, n_iter=100, warm_start=True, engine={"device": "cpu"},
                           random_state=0)
     accs = []
     for _ in range(5):
@@ -177,52 +177,52 @@ def test_norma_regression():
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, (400, 2))
     y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(400)
-    est = NORMARegressor(reg=1e-4, budget=300, bandwidth=0.5, n_iter="20 epochs", engine={"device": "cpu"},
+    est = NORMARegressor(reg=1e-4, max_terms=300, bandwidth=0.5, n_iter="20 epochs", engine={"device": "cpu"},
                          random_state=0).fit(X, y)
     assert est.score(X, y) > 0.8
 
 
-def test_norma_auto_budget_keeps_every_term_and_does_not_warn(recwarn):
-    """budget="auto" holds every term the run adds: the ring never drops one."""
+def test_norma_auto_max_terms_keeps_every_term_and_does_not_warn(recwarn):
+    """max_terms="auto" holds every term the run adds: the ring never drops one."""
     X, y = _regression(300)
     est = NORMARegressor(reg=1e-3, bandwidth=BW, n_iter="3 epochs", batch_size=8,
                          engine={"device": "cpu"}, random_state=0).fit(X, y)
     # square loss: every row becomes a term, 3 epochs x 38 steps x 8 rows (the last batch of
-    # each epoch is short, so fewer than budget_ are filled)
-    assert est.budget_ == 3 * 38 * 8
+    # each epoch is short, so fewer than max_terms_ are filled)
+    assert est.max_terms_ == 3 * 38 * 8
     assert est.solver_.dropped_weight == 0.0
-    assert not [w for w in recwarn if "budget" in str(w.message)]
+    assert not [w for w in recwarn if "max_terms" in str(w.message)]
 
 
 def test_norma_dropped_weight_is_the_closed_form_and_warns():
-    """The weight of the oldest dropped term is (1 - eta nu)^(budget / m) (constant step, every
+    """The weight of the oldest dropped term is (1 - eta nu)^(max_terms / m) (constant step, every
     row a term), NORMA's truncation factor; above 1/2 the fit warns in one line."""
     X, y = _regression(320)
-    reg, eta, m, budget = 0.05, 0.5, 8, 64
-    with pytest.warns(UserWarning, match=r"^NORMARegressor: budget=64 dropped terms that still "
+    reg, eta, m, terms = 0.05, 0.5, 8, 64
+    with pytest.warns(UserWarning, match=r"^NORMARegressor: max_terms=64 dropped terms that still "
                                          r"weighed 0\.82 of a new one") as rec:
-        est = NORMARegressor(reg=reg, eta0=eta, budget=budget, batch_size=m, n_iter=40,
+        est = NORMARegressor(reg=reg, eta0=eta, max_terms=terms, batch_size=m, n_iter=40,
                              bandwidth=BW, engine={"device": "cpu"}, random_state=0).fit(X, y)
     assert len(str(rec[0].message).splitlines()) == 1
-    assert est.solver_.dropped_weight == pytest.approx((1 - eta * reg) ** (budget / m), rel=1e-12)
+    assert est.solver_.dropped_weight == pytest.approx((1 - eta * reg) ** (terms / m), rel=1e-12)
     # a strongly regularised run forgets its old terms before dropping them: no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        NORMARegressor(reg=0.5, eta0=1.0, budget=budget, batch_size=m, n_iter=40, bandwidth=BW,
+        NORMARegressor(reg=0.5, eta0=1.0, max_terms=terms, batch_size=m, n_iter=40, bandwidth=BW,
                        engine={"device": "cpu"}, random_state=0).fit(X, y)
 
 
-def test_norma_auto_budget_learns_where_the_old_budget_did_not():
+def test_norma_auto_max_terms_learns_where_the_old_max_terms_did_not():
     """On 6,000 rows of a noisy XOR-like problem the old default (1,000 terms) forgets all but
     the last 125 steps; the untruncated expansion is far better."""
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 1, (7000, 2))
     y = ((X[:, 0] * X[:, 1] > 0) ^ (rng.random(7000) < 0.05)).astype(int)
     common = dict(bandwidth=0.5, engine={"device": "cpu"}, random_state=0)
-    with pytest.warns(UserWarning, match="budget=1000 dropped"):
-        old = NORMAClassifier(budget=1000, **common).fit(X[:6000], y[:6000])
+    with pytest.warns(UserWarning, match="max_terms=1000 dropped"):
+        old = NORMAClassifier(max_terms=1000, **common).fit(X[:6000], y[:6000])
     new = NORMAClassifier(**common).fit(X[:6000], y[:6000])
-    assert new.budget_ > 1000
+    assert new.max_terms_ > 1000
     assert new.score(X[6000:], y[6000:]) > old.score(X[6000:], y[6000:]) + 0.02
     assert new.score(X[6000:], y[6000:]) > 0.9
 
@@ -231,7 +231,7 @@ def test_norma_auto_budget_learns_where_the_old_budget_did_not():
     lambda **k: RFFSGDClassifier(solver="svrg", n_components=50, svrg_inner=7, **k),
     lambda **k: RFFSGDClassifier(solver="sgd", loss="hinge", n_components=50, **k),
     lambda **k: PegasosClassifier(**k),
-    lambda **k: NORMAClassifier(budget=40, **k),
+    lambda **k: NORMAClassifier(max_terms=40, **k),
 ])
 def test_warm_start_segments_equal_one_run(make):
     X, y = _disc(200)
@@ -247,7 +247,7 @@ def test_warm_start_segments_equal_one_run(make):
     lambda: RFFSGDRegressor(n_components=50, n_iter="2 epochs", engine={"device": "cpu"}, random_state=9),
     lambda: NystromRidgeRegressor(n_components=30, engine={"device": "cpu"}, random_state=9),
     lambda: ExactKRRRegressor(engine={"device": "cpu"}, random_state=9),
-    lambda: NORMARegressor(budget=30, n_iter="2 epochs", engine={"device": "cpu"}, random_state=9),
+    lambda: NORMARegressor(max_terms=30, n_iter="2 epochs", engine={"device": "cpu"}, random_state=9),
 ])
 def test_same_seed_same_model_and_pickle(make):
     X, y = _regression(120)
@@ -296,11 +296,11 @@ def test_chunked_methods_read_zarr_like_numpy(tmp_path):
     Z = zarr.create_array(store=str(tmp_path / "x.zarr"), shape=X.shape, chunks=(48, 4),
                           dtype="float64")
     Z[:] = X
-    for make in (lambda: NystromRidgeRegressor(n_components=50, engine={"chunk_rows": 48}),
+    for make in (lambda: NystromRidgeRegressor(n_components=50, engine={"pass_rows": 48}),
                  # same windows for both: batch order is a function of the window layout
                  lambda: RFFSGDRegressor(solver="svrg", n_components=50, n_iter="2 epochs",
                                          engine={"window_rows": 64}),
-                 lambda: NORMARegressor(budget=50, n_iter="2 epochs", engine={"window_rows": 64})):
+                 lambda: NORMARegressor(max_terms=50, n_iter="2 epochs", engine={"window_rows": 64})):
         with engine_context(device="cpu"):  # set_params(engine=...) would replace the windows
             a = make().set_params(bandwidth=BW, random_state=0).fit(X, y)
             b = make().set_params(bandwidth=BW, random_state=0).fit(Z, y)
@@ -335,7 +335,7 @@ def test_blocked_cholesky_names_a_matrix_that_is_not_positive_definite():
 @pytest.mark.skipif(gpu_available(), reason="a GPU is present")
 @pytest.mark.parametrize("make", [
     lambda: RFFSGDClassifier(n_components=50, n_iter="2 epochs"), lambda: PegasosClassifier(n_iter="2 epochs"),
-    lambda: NystromRidgeRegressor(n_components=50), lambda: NORMARegressor(budget=30, n_iter="2 epochs"),
+    lambda: NystromRidgeRegressor(n_components=50), lambda: NORMARegressor(max_terms=30, n_iter="2 epochs"),
 ])
 def test_device_gpu_model_predicts_on_a_host_without_gpu(make):
     """A model fitted on a GPU (device="gpu") predicts here on the CPU; fitting still refuses."""

@@ -23,9 +23,9 @@ CPU = dict(engine={"device": "cpu"}, random_state=0)
 ESTIMATORS = [
     EigenProRegressor(n_eigenvectors=20, subsample_size=100, n_iter="5 epochs", **CPU),
     EigenProClassifier(n_eigenvectors=20, subsample_size=100, n_iter="5 epochs", **CPU),
-    EigenProRegressor(method="rff", n_components=200, n_eigenvectors=20, subsample_size=100,
+    EigenProRegressor(solver="rff", n_components=200, n_eigenvectors=20, subsample_size=100,
                       n_iter="5 epochs", **CPU),
-    EigenProClassifier(method="rff", n_components=200, n_eigenvectors=20, subsample_size=100,
+    EigenProClassifier(solver="rff", n_components=200, n_eigenvectors=20, subsample_size=100,
                        n_iter="5 epochs", **CPU),
     RFFSGDClassifier(n_components=200, n_iter="5 epochs", **CPU),
     RFFSGDRegressor(n_components=200, n_iter="20 epochs", solver="svrg", **CPU),
@@ -36,17 +36,17 @@ ESTIMATORS = [
     ExactSVMClassifier(random_state=0),
     ExactSVMRegressor(random_state=0),
     PegasosClassifier(reg=1e-3, n_iter="5 epochs", **CPU),
-    NORMAClassifier(budget=100, n_iter="5 epochs", **CPU),
-    NORMARegressor(budget=100, n_iter="5 epochs", **CPU),
+    NORMAClassifier(max_terms=100, n_iter="5 epochs", **CPU),
+    NORMARegressor(max_terms=100, n_iter="5 epochs", **CPU),
 ]
 
 
 @pytest.mark.filterwarnings("ignore")
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_contract(estimator, check, monkeypatch):
-    if getattr(estimator, "method", None) == "kernel":
+    if getattr(estimator, "solver", None) == "kernel":
         # scikit-learn's checks set n_components = 1 on every estimator that has it, which
-        # EigenPro's kernel method refuses (tests/test_params_used.py): lifted for the checks
+        # EigenPro's kernel solver refuses (tests/test_params_used.py): lifted for the checks
         used = {k: v for k, v in type(estimator)._used_only.items() if k != "n_components"}
         monkeypatch.setattr(type(estimator), "_used_only", used)
     check(estimator)

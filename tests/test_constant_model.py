@@ -15,7 +15,7 @@ from kernelscale.kernels.bandwidth import median_bandwidth
 PUBLIC = [getattr(kernelscale, n) for n in kernelscale.__all__ if n[0].isupper() and n != "Engine"]
 # fast settings of each family (None: its defaults)
 FAST = {"DSG": dict(n_iter=20, batch_size=64, block_size=32), "EigenPro": dict(n_iter=20),
-        "NORMA": dict(n_iter=60, budget=100), "Pegasos": dict(n_iter=40),
+        "NORMA": dict(n_iter=60, max_terms=100), "Pegasos": dict(n_iter=40),
         "RFFSGD": dict(n_iter=40, n_components=100), "Nystrom": dict(n_components=50)}
 # a bandwidth far from the data's scale (standardized rows: median distance ~ 2.7): random
 # features of a tiny bandwidth are noise rather than constant, so those families get a huge one

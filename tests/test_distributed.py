@@ -154,7 +154,7 @@ def test_nystrom_on_cluster_equals_local(client, data):
     # float64 normal equations: the same per-block products added in the same (row) order as
     # the local loop, so the fit is bit-identical (array_equal, not allclose)
     X, y, Z = data
-    kw = dict(n_components=150, engine={"chunk_rows": 1000}, bandwidth=2.0, random_state=0)
+    kw = dict(n_components=150, engine={"pass_rows": 1000}, bandwidth=2.0, random_state=0)
     local = NystromRidgeRegressor(**kw).fit(Z, y)
     with use_client(client), get_task_stream(client) as ts:
         remote = NystromRidgeRegressor(**kw).fit(Z, y)
@@ -169,9 +169,9 @@ def test_nystrom_on_cluster_equals_local(client, data):
 
 def test_nystrom_and_rb_name_the_first_bad_row_on_cluster(client, data, bad_zarr):
     _, y, _ = data
-    for est in (NystromRidgeRegressor(n_components=50, engine={"chunk_rows": 1000}, bandwidth=2.0,
+    for est in (NystromRidgeRegressor(n_components=50, engine={"pass_rows": 1000}, bandwidth=2.0,
                                       random_state=0),
-                RBRegressor(n_components=8, engine={"chunk_rows": 1000}, bandwidth=2.0, random_state=0)):
+                RBRegressor(n_components=8, engine={"pass_rows": 1000}, bandwidth=2.0, random_state=0)):
         with use_client(client), pytest.raises(ValueError) as e:
             est.fit(bad_zarr, y)
         assert str(e.value) == "X contains NaN or infinity (first at row 3456)"
@@ -181,7 +181,7 @@ def test_rb_cg_on_cluster_matches_local(client, data):
     X, y, Z = data
     X, y = X[:2000], y[:2000]
     # features: hashes computed on the workers, same blocks -> identical vocabulary and Z
-    kw = dict(n_components=16, engine={"chunk_rows": 500}, bandwidth=2.0, reg=1.0, tol=1e-12, n_iter=500,
+    kw = dict(n_components=16, engine={"pass_rows": 500}, bandwidth=2.0, reg=1.0, tol=1e-12, n_iter=500,
               random_state=0)
     local = RBRegressor(**kw).fit(X, y)
     with use_client(client), get_task_stream(client) as ts:
@@ -228,7 +228,7 @@ def test_train_run_evaluation_on_cluster_is_identical(client, tmp_path):
             "generator": {"name": "regression", "n_samples": 3000, "n_features": 5, "seed": 0},
             "preprocess": {"standardize": True}}
     prepare_dataset("r", spec, tmp_path / "data")
-    algo = {"estimator": "nystrom", "params": {"n_components": 100, "engine": {"chunk_rows": 500}},
+    algo = {"estimator": "nystrom", "params": {"n_components": 100, "engine": {"pass_rows": 500}},
             "device": "cpu"}
     local = train(tmp_path / "data", tmp_path / "local", "nystrom", algo, 0)
     with use_client(client), get_task_stream(client) as ts:
@@ -242,14 +242,14 @@ def test_process_workers_pickle_the_chunk_functions(data):
     # worker processes: the block functions, kernel and zarr array travel by pickle; BLAS in a
     # worker may use another thread count than here, so compare with allclose
     X, y, Z = data
-    kw = dict(n_components=100, engine={"chunk_rows": 1000}, bandwidth=2.0, random_state=0)
+    kw = dict(n_components=100, engine={"pass_rows": 1000}, bandwidth=2.0, random_state=0)
     local = NystromRidgeRegressor(**kw).fit(Z, y)
     c = client_for(None, n_workers=2, processes=True)
     try:
         with use_client(c):
             remote = NystromRidgeRegressor(**kw).fit(Z, y)
             pred = predict_chunked(remote, Z, c)
-            rb = RBRegressor(n_components=8, engine={"chunk_rows": 1000}, bandwidth=2.0, reg=1.0, tol=1e-12,
+            rb = RBRegressor(n_components=8, engine={"pass_rows": 1000}, bandwidth=2.0, reg=1.0, tol=1e-12,
                              random_state=0).fit(Z, y)
     finally:
         c.close()

@@ -35,7 +35,7 @@ def _case(kind, bandwidth, reg, bf, variant, precondition):
 @pytest.mark.parametrize("kind,bandwidth,reg,bf,variant,precondition", [_case(*g) for g in GRID])
 def test_dsg_learns_or_says_why(kind, bandwidth, reg, bf, variant, precondition):
     X, y = _data(kind)
-    est = DSGRegressor(variant=variant, bandwidth=bandwidth, reg=reg, batch_size=bf[0],
+    est = DSGRegressor(solver=variant, bandwidth=bandwidth, reg=reg, batch_size=bf[0],
                        block_size=bf[1], n_iter=40, precondition=precondition, random_state=0)
     try:
         est.fit(X, y)
@@ -80,7 +80,7 @@ def friedman_split():
 @pytest.mark.parametrize("bandwidth,variant,precondition", SMALL_REG_GRID)
 def test_small_reg_learns_or_says_why(friedman_split, bandwidth, variant, precondition):
     Xtr, ytr, Xte, yte = friedman_split
-    est = DSGRegressor(variant=variant, bandwidth=bandwidth, reg=1e-6, precondition=precondition,
+    est = DSGRegressor(solver=variant, bandwidth=bandwidth, reg=1e-6, precondition=precondition,
                        n_iter=60, random_state=0)
     try:
         est.fit(Xtr, ytr)

@@ -71,7 +71,7 @@ def test_regressors_learn_or_stop(data):
         common = dict(bandwidth=bw, random_state=0, engine={"device": "cpu"})
         _ok_or_one_line(RFFSGDRegressor(reg=pen, eta0=eta, n_components=100, n_iter=30,
                                         **common), X[:N_RFF], y[:N_RFF], 0.0)
-        _ok_or_one_line(NORMARegressor(reg=pen, eta0=eta, budget=200, n_iter=150, **common),
+        _ok_or_one_line(NORMARegressor(reg=pen, eta0=eta, max_terms=200, n_iter=150, **common),
                         X, y, 0.0)
     for bw, eta in itertools.product(BANDWIDTHS, ("auto", 20.0)):
         _ok_or_one_line(EigenProRegressor(bandwidth=bw, eta=eta, n_iter="2 epochs", subsample_size=300,
@@ -86,7 +86,7 @@ def test_classifiers_learn_or_stop():
         _ok_or_one_line(RFFSGDClassifier(reg=pen, eta0=eta, n_components=100, n_iter=30,
                                          **common), XC[:N_RFF], YC[:N_RFF],
                         max(np.mean(YC[:N_RFF]), 1 - np.mean(YC[:N_RFF])))
-        _ok_or_one_line(NORMAClassifier(reg=pen, eta0=eta, budget=200, n_iter=150, **common),
+        _ok_or_one_line(NORMAClassifier(reg=pen, eta0=eta, max_terms=200, n_iter=150, **common),
                         XC, YC, majority)
         if pen > 0 and eta == STEPS[0]:  # (Pegasos has no step parameter)
             _ok_or_one_line(PegasosClassifier(reg=pen, n_iter="1 epochs", **common), XC, YC, majority)
@@ -124,13 +124,13 @@ def test_norma_overshoot_on_a_near_delta_kernel_is_caught():
     step has just learned from sees it: the one-line error naming eta0."""
     X, y = DATA["friedman1"]
     (bw, lam, eta), = NORMA_GAP
-    est = NORMARegressor(reg=lam, eta0=eta, budget=200, n_iter=150, bandwidth=bw,
+    est = NORMARegressor(reg=lam, eta0=eta, max_terms=200, n_iter=150, bandwidth=bw,
                          random_state=0, engine={"device": "cpu"})
     with pytest.raises(FloatingPointError, match=r"^NORMA diverged at iteration 1 \(the step "
                                                  r"overshoots.*; set a smaller eta0$"):
         est.fit(X, y)
     # the same kernel at a stable step learns
-    _ok_or_one_line(NORMARegressor(reg=lam, eta0=0.5, budget=200, n_iter=150, bandwidth=bw,
+    _ok_or_one_line(NORMARegressor(reg=lam, eta0=0.5, max_terms=200, n_iter=150, bandwidth=bw,
                                    random_state=0, engine={"device": "cpu"}), X, y, 0.0)
 
 

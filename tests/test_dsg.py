@@ -43,13 +43,13 @@ def test_dsg_converges_to_exact_kernel_ridge(variant, n_iter):
     # of the centred targets: DSG fits y - y_offset_ (its mean) and adds it back
     exact = KernelRidge(kernel="rbf", gamma=1 / (2 * sigma**2), alpha=n * nu).fit(
         X, y - y.mean()).predict(X) + y.mean()
-    dsg = DSGRegressor(variant=variant, bandwidth=sigma, reg=nu, n_iter=n_iter, t0=100,
+    dsg = DSGRegressor(solver=variant, bandwidth=sigma, reg=nu, n_iter=n_iter, t0=100,
                        random_state=0).fit(X, y)
     assert (dsg.batch_size_, dsg.block_size_) == (1024, 256)
     rel = np.linalg.norm(dsg.predict(X) - exact) / np.linalg.norm(exact)
     assert rel < 0.05, rel
     # and it is the iterations that get it there: an early model is far worse
-    early = DSGRegressor(variant=variant, bandwidth=sigma, reg=nu, n_iter=5, t0=100,
+    early = DSGRegressor(solver=variant, bandwidth=sigma, reg=nu, n_iter=5, t0=100,
                          random_state=0).fit(X, y)
     assert np.linalg.norm(early.predict(X) - exact) / np.linalg.norm(exact) > 2 * rel
 
@@ -144,9 +144,9 @@ def test_softmax_dsg_reaches_95_percent_on_digits(digits):
 @pytest.mark.parametrize("variant", ["dsg", "udsg", "cdsg"])
 def test_same_seed_same_coefficients(variant):
     X, y = _regression(400)
-    a = DSGRegressor(variant=variant, random_state=3, **SMALL).fit(X, y)
-    b = DSGRegressor(variant=variant, random_state=3, **SMALL).fit(X, y)
-    c = DSGRegressor(variant=variant, random_state=4, **SMALL).fit(X, y)
+    a = DSGRegressor(solver=variant, random_state=3, **SMALL).fit(X, y)
+    b = DSGRegressor(solver=variant, random_state=3, **SMALL).fit(X, y)
+    c = DSGRegressor(solver=variant, random_state=4, **SMALL).fit(X, y)
     ma, mb = a.model_, b.model_
     assert ma.n_blocks == mb.n_blocks
     assert np.array_equal(ma.coef[: ma.n_blocks] * ma.scale, mb.coef[: mb.n_blocks] * mb.scale)
@@ -155,7 +155,7 @@ def test_same_seed_same_coefficients(variant):
 
 def test_udsg_and_cdsg_hold_fewer_blocks_than_dsg():
     X, y = make_classification(1500, 10, random_state=0)
-    fits = {v: DSGClassifier(variant=v, n_iter=60, batch_size=128, block_size=64,
+    fits = {v: DSGClassifier(solver=v, n_iter=60, batch_size=128, block_size=64,
                              random_state=0).fit(X, y) for v in ("dsg", "udsg", "cdsg")}
     assert fits["dsg"].n_blocks_ == 60
     assert fits["udsg"].n_blocks_ == 30  # G = U = 1: half the iterations add a block
@@ -254,7 +254,7 @@ def test_out_of_core_nan_is_reported_with_its_row(tmp_path):
 
 def test_pickled_model_predicts_the_same(digits):
     Xtr, Xte, ytr, _ = digits
-    clf = DSGClassifier(variant="cdsg", n_iter=15, random_state=0).fit(Xtr, ytr)
+    clf = DSGClassifier(solver="cdsg", n_iter=15, random_state=0).fit(Xtr, ytr)
     blob = pickle.dumps(clf)
     assert len(blob) < 2 * 8 * clf.n_blocks_ * clf.block_size_ * 10 + 100_000  # no features stored
     again = pickle.loads(blob)
@@ -317,7 +317,7 @@ def _one_line(exc_info):
     (DSGRegressor(loss="l1"), np.random.rand(20, 2), np.ones(20), "unknown loss"),
     (DSGRegressor(loss="hinge"), np.random.rand(20, 2), np.ones(20), "not a regression loss"),
     (DSGClassifier(loss="square"), np.random.rand(20, 2), np.arange(20) % 2, "not a classification"),
-    (DSGRegressor(variant="fast"), np.random.rand(20, 2), np.ones(20), "variant"),
+    (DSGRegressor(solver="fast"), np.random.rand(20, 2), np.ones(20), "solver="),
     (DSGRegressor(batch_size=0), np.random.rand(20, 2), np.ones(20), "batch_size"),
     (DSGRegressor(engine={"device": "tpu"}), np.random.rand(20, 2), np.ones(20), "device"),
 ])
@@ -345,9 +345,9 @@ _FLOAT32_ROUNDING = {"check_methods_subset_invariance": "float32 rounding (see b
 
 @parametrize_with_checks([
     DSGRegressor(**SMALL, random_state=0),
-    DSGRegressor(variant="cdsg", **SMALL, random_state=0),
+    DSGRegressor(solver="cdsg", **SMALL, random_state=0),
     DSGClassifier(**SMALL, random_state=0),
-    DSGClassifier(variant="udsg", loss="hinge", **SMALL, random_state=0),
+    DSGClassifier(solver="udsg", loss="hinge", **SMALL, random_state=0),
     DSGClassifier(**SMALL, random_state=0, engine={"dtype": "float64"}),
 ], expected_failed_checks=lambda est: (
     _FLOAT32_ROUNDING if (est.engine or {}).get("dtype") != "float64" else {}))
@@ -416,7 +416,7 @@ def test_udsg_auto_iterations_cost_what_dsgs_do():
             udsg_cost = sum(s * t for t in range(1, Tu + 1))
             assert Tu > T and abs(udsg_cost - dsg_cost) <= 2 * dsg_cost / T  # equal, to a step
     assert auto_iterations(60_000, 4096, 0.5) == 84  # Fashion-MNIST: sqrt(2) x 59
-    clf = DSGClassifier(variant="udsg", random_state=0, block_size=16).fit(
+    clf = DSGClassifier(solver="udsg", random_state=0, block_size=16).fit(
         *make_classification(n_samples=300, n_features=5, random_state=0))
     assert clf.n_iter_per_fit_ == auto_iterations(300, clf.batch_size_, 0.5) == 46
     with pytest.raises(ValueError, match="new_share"):
@@ -431,13 +431,13 @@ def test_auto_schedule_follows_the_step():
 
     X, y = _regression(n=3000)
     for variant in ("dsg", "udsg", "cdsg"):
-        m = DSGRegressor(variant=variant, n_iter=2, random_state=0).fit(X, y)
+        m = DSGRegressor(solver=variant, n_iter=2, random_state=0).fit(X, y)
         assert m.precondition_ == "eigenpro" and m.t0_ == 3.0  # ceil(3000 / 1024)
-    assert DSGRegressor(variant="cdsg", n_iter=2, random_state=0).fit(X, y).max_step_ratio_ == 1.0
-    c = DSGClassifier(variant="cdsg", n_iter=2, random_state=0).fit(X, y > 0)
+    assert DSGRegressor(solver="cdsg", n_iter=2, random_state=0).fit(X, y).max_step_ratio_ == 1.0
+    c = DSGClassifier(solver="cdsg", n_iter=2, random_state=0).fit(X, y > 0)
     assert c.precondition_ is True and c.t0_ == DEFAULT_T0 and c.max_step_ratio_ is None
     assert c.solver_.config.max_step_ratio is None
-    assert DSGRegressor(variant="cdsg", n_iter=2, max_step_ratio=3.0, random_state=0).fit(
+    assert DSGRegressor(solver="cdsg", n_iter=2, max_step_ratio=3.0, random_state=0).fit(
         X, y).solver_.config.max_step_ratio == 3.0
 
 

@@ -28,7 +28,7 @@ def data():
 def _gap(data, variant, precondition, nu, n_iter=500):
     X, y = data
     exact = KernelRidge(kernel="rbf", gamma=1 / (2 * SIGMA**2), alpha=N * nu).fit(X, y).predict(X)
-    m = DSGRegressor(variant=variant, bandwidth=SIGMA, reg=nu, batch_size=N, block_size=128,
+    m = DSGRegressor(solver=variant, bandwidth=SIGMA, reg=nu, batch_size=N, block_size=128,
                      n_iter=n_iter, t0=n_iter, precondition=precondition, random_state=0,
                      engine={"dtype": "float64"}).fit(X, y)
     return np.linalg.norm(m.predict(X) - exact) / np.linalg.norm(exact)

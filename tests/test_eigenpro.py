@@ -49,7 +49,7 @@ def _ridge_target(method, X, y, common):
 @pytest.mark.parametrize("method", ["kernel", "rff"])
 def test_eigenpro_reaches_ridge_fit_3x_faster_than_sgd(method):
     X, y = _problem()
-    common = dict(method=method, bandwidth=BW, batch_size=64, n_iter="1 epochs", subsample_size=600,
+    common = dict(solver=method, bandwidth=BW, batch_size=64, n_iter="1 epochs", subsample_size=600,
                   n_components=600 if method == "rff" else "auto", engine={"device": "cpu"},
                   random_state=0)
     target = _ridge_target(method, X, y, common)
@@ -94,7 +94,7 @@ def test_classifier_multiclass_accuracy():
 @pytest.mark.parametrize("method", ["kernel", "rff"])
 def test_warm_start_segments_equal_one_run(method):
     X, y = _problem(300)
-    kw = dict(method=method, n_eigenvectors=20, subsample_size=200,
+    kw = dict(solver=method, n_eigenvectors=20, subsample_size=200,
               n_components=200 if method == "rff" else "auto", batch_size=32,
               engine={"device": "cpu"}, random_state=3)
     one = EigenProRegressor(n_iter=30, **kw).fit(X, y)
@@ -109,7 +109,7 @@ def test_warm_start_segments_equal_one_run(method):
 @pytest.mark.parametrize("method", ["kernel", "rff"])
 def test_same_seed_same_model_and_pickle(method):
     X, y = _problem(200)
-    kw = dict(method=method, n_eigenvectors=10, n_components=100 if method == "rff" else "auto",
+    kw = dict(solver=method, n_eigenvectors=10, n_components=100 if method == "rff" else "auto",
               n_iter="2 epochs", engine={"device": "cpu"})
     a = EigenProRegressor(random_state=7, **kw).fit(X, y)
     b = EigenProRegressor(random_state=7, **kw).fit(X, y)
@@ -124,7 +124,7 @@ def test_rff_trains_from_zarr_like_numpy(tmp_path):
     Z = zarr.create_array(store=str(tmp_path / "x.zarr"), shape=X.shape, chunks=(64, 3),
                           dtype="float64")
     Z[:] = X
-    kw = dict(method="rff", n_eigenvectors=10, n_components=100, n_iter="2 epochs", batch_size=32,
+    kw = dict(solver="rff", n_eigenvectors=10, n_components=100, n_iter="2 epochs", batch_size=32,
               bandwidth=BW, engine={"device": "cpu", "window_rows": 64}, random_state=0)
     a = EigenProRegressor(**kw).fit(X, y)
     b = EigenProRegressor(**kw).fit(Z, y)
@@ -135,7 +135,7 @@ def test_rff_trains_from_zarr_like_numpy(tmp_path):
     (dict(bandwidth=0.0), "bandwidth"),
     (dict(bandwidth=-1.0), "bandwidth"),
     (dict(kernel="nope"), "kernel='nope' must be"),
-    (dict(method="nope"), "method"),
+    (dict(solver="nope"), "solver="),
     (dict(tau=2.0), "tau"),
     (dict(n_eigenvectors=-1), "n_eigenvectors"),
 ])
@@ -222,11 +222,11 @@ def test_rff_feature_count_grows_with_n():
     for n, want in ((3000, 2000), (50_000, math.ceil(math.sqrt(50_000) * math.log(50_000)))):
         X = rng.standard_normal((n, 2))
         y = np.sin(X[:, 0])
-        est = EigenProRegressor(method="rff", bandwidth=1.0, n_iter=1, subsample_size=500,
+        est = EigenProRegressor(solver="rff", bandwidth=1.0, n_iter=1, subsample_size=500,
                                 n_eigenvectors=20, random_state=0).fit(X, y)
         assert est.n_components_ == want and est.solver_.w.shape[0] == want
     assert want > 2000
-    est = EigenProRegressor(method="rff", n_components=64, bandwidth=1.0, n_iter=1,
+    est = EigenProRegressor(solver="rff", n_components=64, bandwidth=1.0, n_iter=1,
                             random_state=0).fit(X[:500], y[:500])
     assert est.n_components_ == 64
     assert EigenProRegressor(bandwidth=1.0, n_iter=1).fit(X[:300], y[:300]).n_components_ is None
@@ -237,7 +237,7 @@ def test_rff_average_is_the_mean_of_the_last_half_to_three_quarters_of_the_itera
     iterates of steps 2^(k-1) .. t, kept across warm-started fits; average=False with the last
     iterate."""
     X, y = _problem(400)
-    kw = dict(method="rff", n_eigenvectors=20, subsample_size=200, n_components=150,
+    kw = dict(solver="rff", n_eigenvectors=20, subsample_size=200, n_components=150,
               batch_size=40, engine={"device": "cpu"}, random_state=1)
     seg = EigenProRegressor(n_iter=1, warm_start=True, **kw)
     iterates = []
@@ -268,7 +268,7 @@ def test_rff_average_lands_nearer_the_least_squares_fit_than_the_last_iterate():
 
     X, y = _problem(3000, seed=4)
     y = y + 0.5 * np.random.default_rng(5).standard_normal(len(y))  # noisy: no interpolation
-    est = EigenProRegressor(method="rff", bandwidth=BW, n_components=100, n_iter=1,
+    est = EigenProRegressor(solver="rff", bandwidth=BW, n_components=100, n_iter=1,
                             subsample_size=1000, n_eigenvectors=20, random_state=0).fit(X, y)
     blocks = est.solver_.blocks
     Y = y[:, None]

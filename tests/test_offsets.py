@@ -38,15 +38,15 @@ N = 300
 REGRESSORS = {
     "dsg": (DSGRegressor, dict(n_iter=40, batch_size=64, block_size=32)),
     "rff_sgd": (RFFSGDRegressor, dict(n_iter=60, n_components=64)),
-    "norma": (NORMARegressor, dict(n_iter=60, budget=300)),
+    "norma": (NORMARegressor, dict(n_iter=60, max_terms=300)),
     "eigenpro": (EigenProRegressor, dict(n_iter=20, subsample_size=100, n_eigenvectors=10)),
-    "eigenpro_rf": (EigenProRegressor, dict(method="rff", n_components=64, n_iter=20,
+    "eigenpro_rf": (EigenProRegressor, dict(solver="rff", n_components=64, n_iter=20,
                                             subsample_size=100, n_eigenvectors=10)),
     "nystrom": (NystromRidgeRegressor, dict(n_components=50)),
     "exact_krr": (ExactKRRRegressor, {}),
     # solved to a tight tol: a shift's last bits must not move where CG / SMO stop
     "rb_cg": (RBRegressor, dict(n_components=16, tol=1e-10)),
-    "rb_cd": (RBRegressor, dict(solver="cd", n_components=16, reg=1e-4, n_iter=20)),
+    "rb_cd": (RBRegressor, dict(solver="cd", n_components=16, l1_reg=1e-4, n_iter=20)),
     "libsvm": (ExactSVMRegressor, dict(tol=1e-9)),
 }
 MULTI_OUTPUT = ["dsg", "rff_sgd", "eigenpro", "eigenpro_rf", "nystrom", "exact_krr", "rb_cg"]
@@ -161,7 +161,7 @@ def test_rows_spread_over_dask_workers_fit_the_centred_targets(data, on_disk, cl
     X, y, Xte = data
     Xz, yz = on_disk
     # RB: two row blocks, one task each; a larger ridge for fewer CG round trips
-    kw = {"engine": {"chunk_rows": 150}, **({"reg": 1e-2} if name == "rb_cg" else {})}
+    kw = {"engine": {"pass_rows": 150}, **({"reg": 1e-2} if name == "rb_cg" else {})}
     with use_client(client):
         p = _make(name, **kw).fit(Xz, y).predict(Xte)
         shifted = _make(name, **kw).fit(Xz, yz)
@@ -173,7 +173,7 @@ CLASSIFIERS = {
     "dsg": (DSGClassifier, dict(n_iter=40, batch_size=64, block_size=32)),
     "rff_sgd": (RFFSGDClassifier, dict(n_iter=60, n_components=64)),
     "rff_sgd_square": (RFFSGDClassifier, dict(loss="square", n_iter=60, n_components=64)),
-    "norma": (NORMAClassifier, dict(n_iter=60, budget=300)),
+    "norma": (NORMAClassifier, dict(n_iter=60, max_terms=300)),
     "pegasos": (PegasosClassifier, dict(n_iter=60)),
     "eigenpro": (EigenProClassifier, dict(n_iter=20, subsample_size=100, n_eigenvectors=10)),
     "nystrom": (NystromRidgeClassifier, dict(n_components=50)),

@@ -202,12 +202,15 @@ def _unused_cases():
         (EigenProClassifier, "clf", {"n_eigenvectors": 0, "tau": 0.5}, "tau",
          {"n_eigenvectors": 5}),
         (ExactSVMClassifier, "clf", {"epsilon": 0.3}, "epsilon", None),
-        (EigenProClassifier, "clf", {"method": "kernel", "n_components": 300}, "n_components",
-         {"method": "rff"}),
-        (RBRegressor, "reg", {"solver": "cd", "precondition": True, "reg": 1e-3},
+        (EigenProClassifier, "clf", {"solver": "kernel", "n_components": 300}, "n_components",
+         {"solver": "rff"}),
+        (RBRegressor, "reg", {"solver": "cd", "precondition": True},
          "precondition", {"solver": "cg"}),
-        (RBClassifier, "clf", {"solver": "cd", "precondition": True, "reg": 1e-3},
+        (RBClassifier, "clf", {"solver": "cd", "precondition": True},
          "precondition", {"solver": "cg"}),
+        # reg is CG's ridge nu, l1_reg CD's L1 weight: each refused with the other solver
+        (RBRegressor, "reg", {"solver": "cd", "reg": 1e-3}, "reg", {"solver": "cg"}),
+        (RBClassifier, "clf", {"solver": "cg", "l1_reg": 1e-3}, "l1_reg", {"solver": "cd"}),
     ]
 
 
@@ -264,7 +267,7 @@ def test_capped_sizes_are_recorded_in_fitted_attributes():
 def test_config_refuses_what_the_algorithm_name_contradicts_or_leaves_unused():
     """A parameter that contradicts the algorithm's name (``rff_sgd`` with ``solver: svrg``
     ran SVRG reported as rff_sgd) or that its preset leaves unused is a config error naming
-    the key; rb_cd's preset reg stays adjustable."""
+    the key; rb_cd's preset l1_reg stays adjustable."""
     from kernelscale.pipeline.checks import config_errors, spec_errors
 
     def errors(est, **params):
@@ -274,14 +277,20 @@ def test_config_refuses_what_the_algorithm_name_contradicts_or_leaves_unused():
         "algorithms.rff_sgd.params.solver: 'svrg' contradicts the algorithm rff_sgd "
         "(solver='sgd' is what its name means); use estimator: rff_svrg"]
     assert errors("kernel_sgd", n_eigenvectors=100)[0].endswith("use estimator: eigenpro")
-    assert errors("eigenpro", method="rff")[0].endswith("use estimator: eigenpro_rf")
-    assert errors("dsg", variant="cdsg")[0].endswith("use estimator: cdsg")
-    assert errors("rff_sgd", solver="sgd") == [] and errors("rb_cd", reg=1e-3) == []
+    assert errors("eigenpro", solver="rff")[0].endswith("use estimator: eigenpro_rf")
+    assert errors("dsg", solver="cdsg")[0].endswith("use estimator: cdsg")
+    assert errors("rff_sgd", solver="sgd") == [] and errors("rb_cd", l1_reg=1e-3) == []
+    # rb_cd's L1 weight is l1_reg; reg (CG's ridge) is refused there, as on EigenPro
+    assert errors("rb_cd", reg=1e-3) == [
+        "algorithms.rb_cd.params.reg: 0.001 is only used with solver='cg' (here solver='cd'); "
+        "leave it at its default 'auto'"]
+    assert errors("eigenpro", reg=1e-3)[0].startswith(
+        "algorithms.eigenpro.params.reg: unknown parameter for eigenpro")
     assert errors("kernel_sgd", tau=0.5) == [
         "algorithms.kernel_sgd.params.tau: 0.5 is only used with n_eigenvectors >= 1, to damp "
         "the preconditioner (here n_eigenvectors=0); leave it at its default 'auto'"]
     assert errors("eigenpro", n_components=1000)[0].startswith(
-        "algorithms.eigenpro.params.n_components: 1000 is only used with method='rff'")
+        "algorithms.eigenpro.params.n_components: 1000 is only used with solver='rff'")
     assert errors("eigenpro_rf", n_components=1000) == []
     # epsilon is the regressor's: refused once the entry runs on a classification dataset
     config = {"datasets": {"c": {"task": "binary"}, "r": {"task": "regression"}},
@@ -296,7 +305,7 @@ def test_config_refuses_what_the_algorithm_name_contradicts_or_leaves_unused():
 
 
 WARM = [(cls, {}) for cls in PUBLIC if "warm_start" in _params(cls)] + [
-    (kernelscale.EigenProRegressor, {"method": "rff", "n_components": 50})]
+    (kernelscale.EigenProRegressor, {"solver": "rff", "n_components": 50})]
 
 
 @pytest.mark.parametrize("cls,extra", WARM, ids=lambda c: getattr(c, "__name__", ""))

@@ -1,7 +1,7 @@
 """Every explicit parameter is used as given or refused in one line (no silent drop).
 
 For every exported estimator, every parameter and every setting of the switches that decide
-which parameters a fit uses (variant, method, solver, loss, schedule, preconditioner, ...), a
+which parameters a fit uses (solver, loss, schedule, preconditioner, ...), a
 non-default valid value either changes the fitted model (its outputs on the training rows) or
 is refused by ``fit`` with one line naming the parameter and the setting that ignores it
 (``_params.unused_errors``). The few parameters that by design do not change a model on a tiny
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kernelscale
-from kernelscale.estimators._params import _defaults, param_errors, same_value
+from kernelscale.estimators._params import _defaults, param_errors, same_value, unused_errors
 
 PUBLIC = [getattr(kernelscale, n) for n in kernelscale.__all__ if n[0].isupper() and n != "Engine"]
 
@@ -26,31 +26,31 @@ EIGENPRO = dict(bandwidth=1.5, random_state=0, n_iter=3, subsample_size=30, n_ei
 # a fast fit of each family (explicit values, so that "auto" selections stay out of the way)
 BASE = {
     "DSG": DSG, "EigenPro": EIGENPRO, "ExactKRR": FAST, "ExactSVM": dict(FAST, reg=1e-2),
-    "NORMA": dict(FAST, n_iter=4, budget=20), "Nystrom": dict(FAST, n_components=12),
+    "NORMA": dict(FAST, n_iter=4, max_terms=20), "Nystrom": dict(FAST, n_components=12),
     "Pegasos": dict(FAST, n_iter=4), "RB": dict(FAST, n_components=4, n_iter=20),
     "RFFSGD": dict(FAST, n_components=12, n_iter=4),
 }
 # non-default candidate values of each parameter, tried in order (a value this estimator or this
 # setting does not accept is skipped); every parameter of every estimator must be here
 CANDIDATES = {
-    "variant": ["udsg", "cdsg", "dsg"], "method": ["rff", "kernel"],
-    "solver": ["cd", "cg", "svrg", "sgd"], "kernel": ["laplacian", "gaussian"],
+    "solver": ["cd", "cg", "svrg", "sgd", "udsg", "cdsg", "dsg", "rff", "kernel"],
+    "kernel": ["laplacian", "gaussian"],
     "loss": ["logistic", "hinge", "squared_hinge", "square", "softmax", "epsilon_insensitive",
              "huber", "quantile", "novelty"],
     "loss_params": [{"epsilon": 0.5}, {"delta": 0.2}, {"tau": 0.2}, {"nu_o": 0.4}],
     "step_schedule": ["constant", "inverse_sqrt", "theory", "inverse"],
     "schedule": ["invsqrt", "constant"], "precondition": [True, False, "eigenpro"],
-    "n_eigenvectors": [0, 2], "bandwidth": [0.7], "reg": [0.05, 1e-3], "batch_size": [8, 24],
+    "n_eigenvectors": [0, 2], "bandwidth": [0.7], "reg": [0.05, 1e-3], "l1_reg": [0.05, 1e-3],
+    "batch_size": [8, 24],
     "block_size": [4], "n_iter": [5], "eta0": [0.05, 0.3], "eta": [0.05], "t0": [2.0],
     "n_new": [2], "n_reuse": [2, 0], "max_step_ratio": [0.3, None], "subsample_size": [20],
     "tau": [0.5], "n_components": [7, 30], "eig_method": ["randomized", "eigh"],
-    "average": [False], "max_n": [10, 10_000], "epsilon": [0.5], "tol": [0.3], "budget": [6],
+    "average": [False], "max_n": [10, 10_000], "epsilon": [0.5], "tol": [0.3], "max_terms": [6],
     "rcond": [0.5], "cache_size": [50], "svrg_inner": [3], "random_state": [1],
     "warm_start": [True], "verbose": [0, 1], "engine": [{"dtype": "float32"}, {"dtype": "float64"}],
 }
 # parameters that choose which other parameters a fit uses: each value is a setting tried
-SWITCHES = ("variant", "method", "solver", "loss", "step_schedule", "schedule", "precondition",
-            "n_eigenvectors")
+SWITCHES = ("solver", "loss", "step_schedule", "schedule", "precondition", "n_eigenvectors")
 # (estimator name prefix, parameter): why a new value leaves this tiny fit's outputs unchanged
 NO_CHANGE = {
     ("", "verbose"): "progress lines only (test_verbose)",
@@ -105,6 +105,14 @@ def _fit(cls, params, X, y):
     return _outputs(est, X)
 
 
+def _with(cls, params, over):
+    """``params`` with ``over``, less the other given parameters that ``over`` leaves unused
+    (RB's reg under solver="cd"): those are refused, which the setting is not about."""
+    merged = {**params, **over}
+    drop = {n for n, _ in unused_errors(cls, merged) if n not in over}
+    return {k: v for k, v in merged.items() if k not in drop}
+
+
 def _refusal(msg, name):
     return isinstance(msg, str) and msg.startswith(f"{name}=") and "is only used" in msg
 
@@ -112,19 +120,20 @@ def _refusal(msg, name):
 def _settings(cls, base, X, y):
     """The base fit and one fit per other value of each switch (the ones this class accepts)."""
     names = set(inspect.signature(cls.__init__).parameters) - {"self"}
-    out = [({}, _fit(cls, base, X, y))]
+    out = [({}, base, _fit(cls, base, X, y))]
     for s in SWITCHES:
         if s not in names:
             continue
         for v in CANDIDATES[s]:
             over = {s: v}
-            if s == "method" and v == "rff":
+            if s == "solver" and v == "rff":
                 over["average"] = False  # EigenPro-RF: the averaged iterate needs more steps
             if same_value(v, base.get(s, _defaults(cls)[s])) or param_errors(cls, over):
                 continue
-            ref = _fit(cls, {**base, **over}, X, y)
+            params = _with(cls, base, over)
+            ref = _fit(cls, params, X, y)
             if not isinstance(ref, str):
-                out.append((over, ref))
+                out.append((over, params, ref))
     return out
 
 
@@ -134,13 +143,12 @@ def test_every_parameter_is_used_or_refused(cls):
     assert set(names) <= set(CANDIDATES), set(names) - set(CANDIDATES)
     X, y = _data(cls)
     base = BASE[_family(cls)]
-    if "method" in names:  # EigenPro with the kernel method refuses n_components
+    if _defaults(cls).get("solver") == "kernel":  # EigenPro's kernel solver refuses n_components
         base = {k: v for k, v in base.items() if k != "n_components"}
     settings = _settings(cls, base, X, y)
-    assert not isinstance(settings[0][1], str), settings[0][1]
+    assert not isinstance(settings[0][2], str), settings[0][2]
     silent = []
-    for over, ref in settings:
-        params = {**base, **over}
+    for over, params, ref in settings:
         for name in names:
             if name in over or any(cls.__name__.startswith(p) and name == q for p, q in NO_CHANGE):
                 continue
@@ -149,7 +157,7 @@ def test_every_parameter_is_used_or_refused(cls):
             for v in CANDIDATES[name]:
                 if same_value(v, current) or param_errors(cls, {name: v}):
                     continue
-                out = _fit(cls, {**params, name: v}, X, y)
+                out = _fit(cls, _with(cls, params, {name: v}), X, y)
                 if _refusal(out, name):
                     assert "\n" not in out and f"{name}={v!r}" in out, out
                     verdicts.append("refused")
@@ -165,7 +173,7 @@ def test_a_value_given_as_its_default_is_not_refused(cls):
     """Every parameter of ``_used_only`` set explicitly to its default where it is unused."""
     X, y = _data(cls)
     base = {k: v for k, v in BASE[_family(cls)].items() if k != "n_components"
-            or "method" not in _defaults(cls)}
+            or _defaults(cls).get("solver") != "kernel"}
     defaults = _defaults(cls)
     explicit = {name: defaults[name] for name in cls._used_only}
     with warnings.catch_warnings():
@@ -180,8 +188,8 @@ def test_the_example_of_the_issue_is_refused_in_one_line():
     with pytest.raises(ValueError) as e:
         EigenProRegressor(n_components=77, **{k: v for k, v in EIGENPRO.items()
                                               if k != "n_components"}).fit(X, y)
-    assert str(e.value).startswith("n_components=77 is only used with method='rff'")
-    assert "method='kernel'" in str(e.value) and "\n" not in str(e.value)
+    assert str(e.value).startswith("n_components=77 is only used with solver='rff'")
+    assert "solver='kernel'" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_dsg_loss_and_loss_params_are_used_or_refused():

@@ -120,9 +120,9 @@ def test_cd_optimality(data):
 def _instances():
     return [
         RBRegressor(n_components=16, n_iter=200, random_state=0),
-        RBRegressor(n_components=16, solver="cd", reg=1e-4, n_iter=50, tol=1e-3, random_state=0),
+        RBRegressor(n_components=16, solver="cd", l1_reg=1e-4, n_iter=50, tol=1e-3, random_state=0),
         RBClassifier(n_components=16, n_iter=200, random_state=0),
-        RBClassifier(n_components=16, solver="cd", loss="logistic", reg=1e-4, n_iter=50, tol=1e-3,
+        RBClassifier(n_components=16, solver="cd", loss="logistic", l1_reg=1e-4, n_iter=50, tol=1e-3,
                      random_state=0),
     ]
 
@@ -146,8 +146,8 @@ def test_regressor_fits_well(data):
     assert est.history_["residual"][-1] <= est.tol
 
 
-@pytest.mark.parametrize("params", [{}, {"solver": "cd", "loss": "squared_hinge", "reg": 1e-4},
-                                    {"solver": "cd", "loss": "logistic", "reg": 1e-4}])
+@pytest.mark.parametrize("params", [{}, {"solver": "cd", "loss": "squared_hinge", "l1_reg": 1e-4},
+                                    {"solver": "cd", "loss": "logistic", "l1_reg": 1e-4}])
 def test_classifier_multiclass(params):
     X, y = make_classification(400, 6, n_informative=4, n_classes=3, random_state=0)
     est = RBClassifier(n_components=64, random_state=0, n_iter=300, tol=1e-3, **params).fit(X[:300], y[:300])
@@ -187,7 +187,7 @@ def test_zarr_equals_numpy(tmp_path, data, cls):
     Xz = zarr.open_array(str(tmp_path / "X.zarr"), mode="w", shape=X.shape, chunks=(64, X.shape[1]),
                          dtype="float32")
     Xz[:] = X
-    a = cls(n_components=32, random_state=0, engine={"chunk_rows": 50}).fit(Xz, y)
+    a = cls(n_components=32, random_state=0, engine={"pass_rows": 50}).fit(Xz, y)
     b = cls(n_components=32, random_state=0).fit(X, y)
     assert a.bandwidth_ == b.bandwidth_
     np.testing.assert_array_equal(a.features_.keys_, b.features_.keys_)
@@ -198,7 +198,7 @@ def test_zarr_equals_numpy(tmp_path, data, cls):
 def test_dask_equals_numpy(data):
     da = pytest.importorskip("dask.array")
     X, y = data
-    a = RBRegressor(n_components=32, random_state=0, engine={"chunk_rows": 70}).fit(da.from_array(X, chunks=(64, 4)), y)
+    a = RBRegressor(n_components=32, random_state=0, engine={"pass_rows": 70}).fit(da.from_array(X, chunks=(64, 4)), y)
     b = RBRegressor(n_components=32, random_state=0).fit(X, y)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-14)
 

@@ -52,7 +52,7 @@ def test_cached_f_is_f_over_all_blocks_at_every_step(variant, piece, monkeypatch
         return out
 
     monkeypatch.setattr(row_cache.RowCache, "values", values)
-    est = DSGRegressor(variant=variant, n_iter=30, **SIZES).fit(X, y)
+    est = DSGRegressor(solver=variant, n_iter=30, **SIZES).fit(X, y)
     assert len(checked) == 30 and sum(checked[6:]) > 0  # epochs 2-5 came from the cache
     if variant != "dsg":
         assert est.n_blocks_ < 30  # old blocks were updated: the log held their changes
@@ -62,8 +62,8 @@ def test_cached_f_is_f_over_all_blocks_at_every_step(variant, piece, monkeypatch
 def test_same_model_with_and_without_the_cache(variant, no_cache):
     X, y = _data()
     Xte = _data(200, seed=1)[0]
-    cached = DSGRegressor(variant=variant, n_iter=30, **SIZES).fit(X, y)
-    full = no_cache(DSGRegressor(variant=variant, n_iter=30, **SIZES), X, y)
+    cached = DSGRegressor(solver=variant, n_iter=30, **SIZES).fit(X, y)
+    full = no_cache(DSGRegressor(solver=variant, n_iter=30, **SIZES), X, y)
     assert cached.n_blocks_ == full.n_blocks_
     assert np.allclose(cached.predict(Xte), full.predict(Xte), rtol=1e-9, atol=1e-12)
 

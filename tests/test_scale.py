@@ -98,7 +98,7 @@ def test_budget_picks_the_window_and_leaves_in_memory_data_alone(tmp_path):
 def test_eigenpro_rf_chunked_equals_in_memory(tmp_path):
     X, y = _regression(2000)
     Z = _zarr(tmp_path, X, 400)
-    params = dict(method="rff", n_components=200, n_eigenvectors=10, subsample_size=300,
+    params = dict(solver="rff", n_components=200, n_eigenvectors=10, subsample_size=300,
                   batch_size=100, n_iter=30, bandwidth=2.0, random_state=0, engine={"window_rows": 400})
     mem = EigenProRegressor(**params).fit(X, y)
     disk = EigenProRegressor(**params).fit(Z, y)

@@ -54,9 +54,9 @@ def _out(est, X):
 def test_spread_fit_matches_in_process(client, data, variant, task):
     Xz, X, y_clf, y_reg = data
     Est, y = (DSGClassifier, y_clf) if task == "classification" else (DSGRegressor, y_reg)
-    local = Est(variant=variant, **KW).fit(Xz, y)
+    local = Est(solver=variant, **KW).fit(Xz, y)
     with use_client(client):
-        spread = Est(variant=variant, **KW).fit(Xz, y)
+        spread = Est(solver=variant, **KW).fit(Xz, y)
     assert spread.spread_["workers"] == 2 and not hasattr(local, "spread_")
     # the same choices (blocks drawn, reused, checked) and, float64, outputs equal to rounding
     assert spread.history_["n_blocks"] == local.history_["n_blocks"]
@@ -67,9 +67,9 @@ def test_spread_fit_matches_in_process(client, data, variant, task):
 def test_spread_fit_is_deterministic_and_warm_starts_like_one_fit(client, data):
     Xz, X, y, _ = data
     with use_client(client):
-        one = DSGClassifier(variant="cdsg", **KW).fit(Xz, y)
-        again = DSGClassifier(variant="cdsg", **KW).fit(Xz, y)
-        seg = DSGClassifier(variant="cdsg", warm_start=True, **{**KW, "n_iter": 12})
+        one = DSGClassifier(solver="cdsg", **KW).fit(Xz, y)
+        again = DSGClassifier(solver="cdsg", **KW).fit(Xz, y)
+        seg = DSGClassifier(solver="cdsg", warm_start=True, **{**KW, "n_iter": 12})
         seg.fit(Xz, y).fit(Xz, y)
     np.testing.assert_array_equal(_out(one, X), _out(again, X))
     np.testing.assert_array_equal(_out(one, X), _out(seg, X))

@@ -21,7 +21,7 @@ from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegresso
 from kernelscale.spread import client_for, use_client  # noqa: E402
 
 N, D = 3000, 6
-KW = dict(method="rff", n_iter=20, batch_size=200, n_components=150, bandwidth=2.0,
+KW = dict(solver="rff", n_iter=20, batch_size=200, n_components=150, bandwidth=2.0,
           n_eigenvectors=20, subsample_size=500, random_state=0, engine={"dtype": "float64"})
 
 
@@ -136,7 +136,7 @@ def test_in_memory_data_and_kernel_method_train_in_process(client, data):
     _, X, y, _ = data
     with use_client(client):
         est = EigenProClassifier(**KW).fit(X, y)
-        kern = EigenProClassifier(**{**KW, "method": "kernel", "n_components": "auto"}).fit(
+        kern = EigenProClassifier(**{**KW, "solver": "kernel", "n_components": "auto"}).fit(
             X[:600], y[:600])
     assert not hasattr(est, "spread_") and not hasattr(kern, "spread_")
 

@@ -17,7 +17,7 @@ from kernelscale.estimators.random_binning import RBClassifier, RBRegressor  # n
 from kernelscale.kernels.random_binning import RandomBinning  # noqa: E402
 from kernelscale.spread import SpreadRB, client_for, use_client  # noqa: E402
 
-KW = dict(n_components=16, engine={"chunk_rows": 500}, bandwidth=2.0, reg=1.0, tol=1e-12,
+KW = dict(n_components=16, engine={"pass_rows": 500}, bandwidth=2.0, reg=1.0, tol=1e-12,
           n_iter=500, random_state=0)
 
 

@@ -404,9 +404,9 @@ def test_chosen_settings_read_solvers_and_skip_what_is_not_a_setting():
     chosen = chosen_settings(est)
     assert chosen["eta0"] == est.solver_.eta0 and est.eta0 == "auto"
     assert chosen["reg"] == est.reg_ and chosen["bandwidth"] == est.bandwidth_
-    # what the other families chose: NORMA's budget="auto", EigenPro's subsample and spectrum
+    # what the other families chose: NORMA's max_terms="auto", EigenPro's subsample and spectrum
     # (its step size follows them), Random Binning's bins per grid
-    expected = {"norma": {"budget": "budget_"},
+    expected = {"norma": {"max_terms": "max_terms_"},
                 "eigenpro": {"subsample_size": "subsample_size_", "beta": "beta_",
                              "lambda_top": "lambda_top_", "lambda_next": "lambda_next_",
                              "n_eigenvectors": "n_eigenvectors_", "eta": "eta_"},

@@ -24,8 +24,8 @@ CASES = [
     (RFFSGDRegressor, dict(n_iter=20, n_components=64, reg=1e-3), "reg"),
     (RFFSGDClassifier, dict(n_iter=20, n_components=64, reg=1e-3), "clf"),
     (PegasosClassifier, dict(n_iter=20, reg=1e-3), "clf"),
-    (NORMARegressor, dict(n_iter=20, reg=1e-3, budget=100), "reg"),
-    (NORMAClassifier, dict(n_iter=20, reg=1e-3, budget=100), "clf"),
+    (NORMARegressor, dict(n_iter=20, reg=1e-3, max_terms=100), "reg"),
+    (NORMAClassifier, dict(n_iter=20, reg=1e-3, max_terms=100), "clf"),
 ]
 
 

@@ -327,6 +327,12 @@ def test_shared_params_give_every_run_algorithm_one_objective(tmp_path):
     [line] = configuration.semantic_errors(config)
     assert line.startswith("config.yaml: params.reg (shared, given to algorithms.ep): "
                            "unknown parameter for eigenpro")
+    # RB-CD's L1 weight is l1_reg: a shared ridge reg is refused there too
+    config["algorithms"]["cd"] = {"estimator": "rb_cd"}
+    config["experiments"][-1]["algorithms"] = ["cd"]
+    [line] = configuration.semantic_errors(config)
+    assert line == ("config.yaml: params.reg (shared, given to algorithms.cd): 1e-05 is only "
+                    "used with solver='cg' (here solver='cd'); leave it at its default 'auto'")
     config["params"] = {"alpha": 1.0}
     lines = configuration.semantic_errors(config)
     assert lines and all("params.alpha (shared" in ln and "unknown parameter" in ln for ln in lines)

@@ -24,9 +24,10 @@ memory_budget : float (MB) or None, default None
 window_rows : int or None, default None
     Rows a streaming estimator holds per shuffle window (``stream.BatchStream``); None: all rows
     of in-memory X, ``max(batch_size, chunk rows)`` of on-disk X (or the budget's choice).
-chunk_rows : int or None, default None
-    Rows per sequential pass chunk (Nyström's normal equations, RB's binning); None: the
-    estimator's own default (8192 / 65536).
+pass_rows : int or None, default None
+    Rows per step of a sequential pass over X (Nyström's normal equations, RB's binning); None:
+    the estimator's own default (8192 / 65536). Not the on-disk chunking of X (``chunk_rows``
+    of a dataset).
 n_jobs : int >= 1 or -1, default 1
     Threads of RB-CD's asynchronous coordinate descent (-1: all cores); 1 is bit-reproducible.
 """
@@ -47,7 +48,7 @@ class Engine:
     dtype: str | None = None
     memory_budget: float | None = None
     window_rows: int | None = None
-    chunk_rows: int | None = None
+    pass_rows: int | None = None
     n_jobs: int | None = None
 
     def set_fields(self) -> dict:
@@ -58,7 +59,7 @@ class Engine:
 
 NAMES = tuple(f.name for f in dataclasses.fields(Engine))
 DEFAULTS = {"device": "auto", "dtype": "auto", "memory_budget": None, "window_rows": None,
-            "chunk_rows": None, "n_jobs": 1}
+            "pass_rows": None, "n_jobs": 1}
 
 _GLOBAL: dict = {}
 # options of the enclosing engine_context blocks, as an immutable tuple of (name, value) pairs
@@ -80,7 +81,7 @@ def _check(name: str, value, where: str = "engine") -> None:
         ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0 \
             and value != float("inf")
         want = "a positive number of MB or None"
-    elif name in ("window_rows", "chunk_rows"):
+    elif name in ("window_rows", "pass_rows"):
         ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
         want = "an integer >= 1 or None"
     elif name == "n_jobs":

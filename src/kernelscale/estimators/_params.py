@@ -9,7 +9,8 @@
   the config check) rather than silently ignored. Other checks that tie several parameters
   together (``solver="cg"`` needs ``loss="square"``) stay in the estimator.
 * Parameter names mean one thing across estimators (``docs/architecture.md``): ``reg`` is nu of
-  the averaged objective (nu/2)||f||^2 + (1/n) sum loss, ``n_iter`` the solver steps per ``fit``,
+  the averaged objective (nu/2)||f||^2 + (1/n) sum loss (``l1_reg`` the weight of an L1 norm),
+  ``solver`` the choice of algorithm variant, ``n_iter`` the solver steps per ``fit``,
   ``n_components`` the random features / centres / grids, ``engine`` where the work runs
   (``kernelscale.engine``).
 """

@@ -39,7 +39,7 @@ _PREDICT_CHUNK = 8192
 # the parameters and attributes of the three DSG estimators, written once (``_docs.fill_doc``)
 _DSG_DOCS = {
     "parameters": """\
-variant : {"dsg", "udsg", "cdsg"}, default="dsg"
+solver : {"dsg", "udsg", "cdsg"}, default="dsg"
     DSG (Dai et al. 2014, Alg. 1: a new block of random features every iteration), UDSG (a new
     block in G = ``n_new`` of every G + U iterations, a uniformly drawn old one in the other
     U = ``n_reuse``; Alg. 3 of "Fast Doubly Stochastic Kernel Machines") or CDSG (an old block
@@ -75,7 +75,7 @@ t0 : "auto" or float > 0, default="auto"
     The offset of the "inverse" and "inverse_sqrt" schedules. "auto": one epoch, ceil(n / B)
     iterations, with the "eigenpro" step; 100 otherwise. Fitted: ``t0_``.
 n_new, n_reuse : int, default=1
-    G >= 1 and U >= 0 of UDSG (``variant="udsg"`` only).
+    G >= 1 and U >= 0 of UDSG (``solver="udsg"`` only).
 precondition : "auto", "eigenpro" or bool, default="auto"
     The step of a block. False: the plain step of Dai et al. 2014. True: block Newton, the loss
     gradient times (cov(phi_k) + (nu + tr cov / B) I)^-1 of the block's features (the DSG
@@ -87,7 +87,7 @@ precondition : "auto", "eigenpro" or bool, default="auto"
     False for the novelty loss. Fitted: ``precondition_``.
 max_step_ratio : "auto", float > 0 or None, default="auto"
     CDSG's cap on the line-search step, in units of gamma_t; None (the paper's rule) caps it
-    only at eta0. "auto": 1 with the "eigenpro" step, else None (``variant="cdsg"`` only).
+    only at eta0. "auto": 1 with the "eigenpro" step, else None (``solver="cdsg"`` only).
     Fitted: ``max_step_ratio_``.
 %(random_state)s
     Block i of random features is regenerated from (seed, i).
@@ -136,7 +136,7 @@ class _DSGBase(IterativeMixin, OnDevice, KernelscaleEstimator):
     _default_loss = "square"
     _auto_dtype = "float32"  # engine dtype "auto" (``kernelscale.engine``)
 
-    def __init__(self, variant="dsg", kernel="gaussian", bandwidth="auto", reg="auto", loss=None,
+    def __init__(self, solver="dsg", kernel="gaussian", bandwidth="auto", reg="auto", loss=None,
                  loss_params=None, batch_size="auto", block_size="auto", n_iter="auto", eta0="auto",
                  step_schedule="inverse", t0="auto", n_new=1, n_reuse=1, precondition="auto",
                  max_step_ratio="auto", random_state=None, warm_start=False, engine=None,
@@ -144,16 +144,16 @@ class _DSGBase(IterativeMixin, OnDevice, KernelscaleEstimator):
         store_params(self, locals())
 
     # -- set-up -------------------------------------------------------------------------
-    _rules = {"variant": OneOf("dsg", "udsg", "cdsg"), "reg": REG, "batch_size": Int(1, "auto"),
+    _rules = {"solver": OneOf("dsg", "udsg", "cdsg"), "reg": REG, "batch_size": Int(1, "auto"),
               "block_size": Int(1, "auto"), "n_iter": ITERS, "eta0": Real(0, "auto", strict=True),
               "t0": Real(0, "auto", strict=True), "n_new": Int(1), "n_reuse": Int(0),
               "precondition": OneOf("auto", True, False, "eigenpro"),
               "step_schedule": OneOf(*SCHEDULES),
               "max_step_ratio": Real(0, "auto", strict=True, none=True)}
     _used_only = {
-        "n_new": ("by variant='udsg'", ("variant",), lambda p: p["variant"] == "udsg"),
-        "n_reuse": ("by variant='udsg'", ("variant",), lambda p: p["variant"] == "udsg"),
-        "max_step_ratio": ("by variant='cdsg'", ("variant",), lambda p: p["variant"] == "cdsg"),
+        "n_new": ("by solver='udsg'", ("solver",), lambda p: p["solver"] == "udsg"),
+        "n_reuse": ("by solver='udsg'", ("solver",), lambda p: p["solver"] == "udsg"),
+        "max_step_ratio": ("by solver='cdsg'", ("solver",), lambda p: p["solver"] == "cdsg"),
         "t0": ("by step_schedule 'inverse' or 'inverse_sqrt'", ("step_schedule",),
                lambda p: p["step_schedule"] in ("inverse", "inverse_sqrt")),
         "loss_params": ("by the losses that have parameters (epsilon_insensitive, huber, quantile, "
@@ -176,7 +176,7 @@ class _DSGBase(IterativeMixin, OnDevice, KernelscaleEstimator):
         self.bandwidth_ = self.kernel_.bandwidth
         self.reg_ = reg_and_ridge(self.reg, n, alpha)[0]
         auto = auto_settings(
-            n, self.n_features_in_, loss.task, variant=self.variant, block_size=self.block_size,
+            n, self.n_features_in_, loss.task, variant=self.solver, block_size=self.block_size,
             batch_size=self.batch_size, n_iter=self.n_iter, precondition=self.precondition,
             t0=self.t0, max_step_ratio=self.max_step_ratio, n_new=self.n_new,
             n_reuse=self.n_reuse, reg=self.reg_, eta0=self.eta0, schedule=self.step_schedule)
@@ -206,7 +206,7 @@ class _DSGBase(IterativeMixin, OnDevice, KernelscaleEstimator):
                 client, X, y_stream, encode, stream_kw, self.solver_, stream=stream,
                 keep_rows=keep_rows))
 
-        self._train(rows, self.variant.upper(), "", spread=spread, n_iter=n_iter)
+        self._train(rows, self.solver.upper(), "", spread=spread, n_iter=n_iter)
         self.n_blocks_ = self.model_.n_blocks
 
     def _fit_iters(self) -> int:

@@ -2,12 +2,12 @@
 EigenPro iteration of Ma, Belkin, "Diving into the Shallows: a Computational Perspective on
 Large-Scale Shallow Learning", NIPS 2017; multi-class by one-hot targets, prediction by argmax.
 
-``method="kernel"``: f = sum_i alpha_i k(x_i, .) over the n training points (the model holds them,
-so X is loaded onto the device once); ``method="rff"``: a linear model on ``n_components`` random
+``solver="kernel"``: f = sum_i alpha_i k(x_i, .) over the n training points (the model holds them,
+so X is loaded onto the device once); ``solver="rff"``: a linear model on ``n_components`` random
 Fourier features, trained from mini-batches of a ``BatchStream`` so X may stay on disk (zarr, dask).
 Batch size and step size default to the paper's section 4 choice (``solvers.preconditioners``).
 With ``warm_start=True`` each ``fit`` continues for another ``n_iter`` iterations on the same
-seeded batch sequence: segments give the model of one long run. ``method="rff"`` with an
+seeded batch sequence: segments give the model of one long run. ``solver="rff"`` with an
 on-disk X fitted inside ``kernelscale.spread.use_client`` spreads each batch's rows over the dask
 workers (``kernelscale.spread``; the preconditioner's subsample stays a set-up step
 on the client).
@@ -28,7 +28,7 @@ from ._kernel_common import IterativeMixin, KernelEstimatorBase, n_features_rule
 from ._params import BOOL, ITERS, Int, OneOf, Real, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
-METHODS = ("kernel", "rff")
+SOLVERS = ("kernel", "rff")
 DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # Ma & Belkin 2017, section 6
 AUTO_MIN_FEATURES = 2000  # n_components="auto": at least this many features
 
@@ -36,7 +36,7 @@ AUTO_MIN_FEATURES = 2000  # n_components="auto": at least this many features
 # the parameters and attributes of both EigenPro estimators, written once (``_docs.fill_doc``)
 _EIGENPRO_DOCS = {
     "parameters": """\
-method : {"kernel", "rff"}, default="kernel"
+solver : {"kernel", "rff"}, default="kernel"
     "kernel": EigenPro in the RKHS over the training points; "rff": EigenPro on random Fourier
     features.
 %(kernel)s
@@ -63,7 +63,7 @@ eta : "auto" or float > 0, default="auto"
 %(n_iter)s
     "auto": 10 epochs, 10 ceil(n / m) iterations.
 n_components : "auto" or int >= 1, default="auto"
-    D, random features (``method="rff"`` only). "auto": max(2000, ceil(sqrt(n) ln n)), the count
+    D, random features (``solver="rff"`` only). "auto": max(2000, ceil(sqrt(n) ln n)), the count
     with which random-feature ridge keeps the exact kernel's learning rate (Rudi & Rosasco,
     NIPS 2017). Fitted: ``n_components_``.
 eig_method : {"auto", "eigh", "randomized"}, default="auto"
@@ -71,12 +71,12 @@ eig_method : {"auto", "eigh", "randomized"}, default="auto"
     M <= 3000 (``solvers.preconditioners``).
 average : bool, default=True
     Predict with the mean of the last half to three quarters of the iterates (tail averaging;
-    Bach & Moulines 2013, Jain et al. 2018) instead of the last iterate (``method="rff"``
+    Bach & Moulines 2013, Jain et al. 2018) instead of the last iterate (``solver="rff"``
     only). Fitted: ``solver_.n_averaged``.
 %(warm_start)s
 %(random_state)s
 %(engine)s
-    With ``method="rff"`` and on-disk X also ``window_rows`` / ``memory_budget`` (the feature
+    With ``solver="rff"`` and on-disk X also ``window_rows`` / ``memory_budget`` (the feature
     matrix is m x D).
 %(verbose)s""",
     "attributes": """\
@@ -99,7 +99,7 @@ n_iter_ : int
 n_epochs_ : float
     Passes so far.
 n_components_ : int or None
-    D used with ``method="rff"``; None with "kernel".
+    D used with ``solver="rff"``; None with "kernel".
 history_ : dict
     Per-iteration records: iter, time, objective (batch MSE).
 bandwidth_ : float
@@ -107,7 +107,7 @@ bandwidth_ : float
 %(n_features_in_)s""",
     "X_fit": """\
 X : array-like of shape (n_samples, n_features)
-    Training data (for ``method="rff"`` also an on-disk zarr / dask array).""",
+    Training data (for ``solver="rff"`` also an on-disk zarr / dask array).""",
 }
 
 
@@ -117,18 +117,18 @@ class _EigenProBase(IterativeMixin, KernelEstimatorBase):
     _auto_epochs = 10  # n_iter="auto": epochs per fit
     _coding = None
 
-    def __init__(self, method="kernel", kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
+    def __init__(self, solver="kernel", kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
                  subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_iter="auto",
                  n_components="auto", eig_method="auto", average=True, warm_start=False,
                  random_state=None, engine=None, verbose=0):
         store_params(self, locals())
 
-    _rules = {"method": OneOf(*METHODS), "n_eigenvectors": Int(0), "subsample_size": Int(1),
+    _rules = {"solver": OneOf(*SOLVERS), "n_eigenvectors": Int(0), "subsample_size": Int(1),
               "batch_size": Int(1, "auto"), "eta": Real(0, "auto", strict=True),
               "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
               "n_components": Int(1, "auto"), "eig_method": OneOf("auto", "eigh", "randomized"),
               "average": BOOL}
-    _rff_only = ("with method='rff'", ("method",), lambda p: p["method"] == "rff")
+    _rff_only = ("with solver='rff'", ("solver",), lambda p: p["solver"] == "rff")
     _used_only = {"n_components": _rff_only, "average": _rff_only,
                   "tau": ("with n_eigenvectors >= 1, to damp the preconditioner",
                           ("n_eigenvectors",), lambda p: p["n_eigenvectors"] != 0)}
@@ -136,12 +136,12 @@ class _EigenProBase(IterativeMixin, KernelEstimatorBase):
     def _setup(self, X, Y):
         self._validate_params()
         xp, dtype = self._setup_common(X, Y)
-        tau = DEFAULT_TAU[self.method] if self.tau == "auto" else float(self.tau)
+        tau = DEFAULT_TAU[self.solver] if self.tau == "auto" else float(self.tau)
         common = dict(n_eigenvectors=int(self.n_eigenvectors), tau=tau,
                       subsample_size=int(self.subsample_size), batch_size=self.batch_size,
                       eta=self.eta, seed=self.seed_, xp=xp, eig_method=self.eig_method)
         self.n_components_ = None
-        if self.method == "kernel":
+        if self.solver == "kernel":
             Xd = load_rows(X, xp, dtype)
             self.solver_ = KernelEigenPro(self.kernel_, Xd, xp.asarray(Y, dtype=dtype), **common)
         else:
@@ -165,7 +165,7 @@ class _EigenProBase(IterativeMixin, KernelEstimatorBase):
         self._xp()
         solver, dtype, n = self.solver_, np.dtype(self.dtype_), int(X.shape[0])
         spread = None
-        if self.method == "kernel":
+        if self.solver == "kernel":
             # the stream's "targets" are row indices: the step updates alpha on them
             rows = Rows(solver.X, np.arange(n), solver.batch_size, self.seed_, dtype, own=True)
         else:

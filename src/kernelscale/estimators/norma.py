@@ -18,7 +18,7 @@ from ._kernel_common import REGRESSION_LOSSES, IterativeMixin, KernelEstimatorBa
 from ._params import ITERS, REG, Int, OneOf, Real, reg_and_ridge, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
-# budget="auto": at most this many MB of centres (a step reads them all: this bounds its cost
+# max_terms="auto": at most this many MB of centres (a step reads them all: this bounds its cost
 # as well as the memory)
 NORMA_CENTRES_MB = 64
 NORMA_DROPPED_WEIGHT = 0.5  # warn when the ring dropped a term weighing more than this
@@ -38,12 +38,12 @@ eta0 : float > 0, default=0.5
 schedule : {"constant", "invsqrt"}, default="constant"
     eta_t = eta0 ("constant", the setting of NORMA's truncation bound) or eta0 / sqrt(t)
     ("invsqrt").
-budget : "auto" or int >= 1, default="auto"
+max_terms : "auto" or int >= 1, default="auto"
     At most this many kernel terms in the expansion; the oldest are dropped. "auto": every term
     the fit can add (``n_iter`` x ``batch_size``), at most batch_size ln(10) / (eta nu) (NORMA's
-    truncation bound: a term that old weighs (1 - eta nu)^(budget / batch_size) <= 1/10 of a new
-    one) and ``NORMA_CENTRES_MB`` of centres, at least batch_size. ``fit`` warns when it dropped
-    terms that still weighed more than half of a new one. Fitted: ``budget_``.
+    truncation bound: a term that old weighs (1 - eta nu)^(max_terms / batch_size) <= 1/10 of a
+    new one) and ``NORMA_CENTRES_MB`` of centres, at least batch_size. ``fit`` warns when it dropped
+    terms that still weighed more than half of a new one. Fitted: ``max_terms_``.
 batch_size : int >= 1, default=8
     Points per step, at most n. Fitted: ``batch_size_``.
 %(n_iter)s
@@ -54,7 +54,7 @@ batch_size : int >= 1, default=8
     "attributes": """\
 solver_ : solvers.norma.NORMA
     The truncated expansion (centres, coefficients).
-budget_ : int
+max_terms_ : int
     Terms kept.
 reg_, bandwidth_ : float
     nu and sigma used.
@@ -75,9 +75,9 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
 
     _auto_epochs = 3
     _rules = {"reg": REG, "eta0": Real(0, strict=True), "schedule": OneOf("invsqrt", "constant"),
-              "budget": Int(1, "auto"), "batch_size": Int(1), "n_iter": ITERS}
+              "max_terms": Int(1, "auto"), "batch_size": Int(1), "n_iter": ITERS}
 
-    def __init__(self, loss=None, reg="auto", eta0=0.5, schedule="constant", budget="auto",
+    def __init__(self, loss=None, reg="auto", eta0=0.5, schedule="constant", max_terms="auto",
                  batch_size=8, n_iter="auto", kernel="gaussian", bandwidth="auto",
                  warm_start=False, random_state=None, engine=None, verbose=0):
         store_params(self, locals())
@@ -93,10 +93,10 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
             self._validate_params()
             xp, dtype = self._setup_common(X, Y, reg=self.reg)
             self.reg_ = reg_and_ridge(self.reg, int(X.shape[0]), self.alpha_sel_)[0]
-            self.budget_ = self._budget(int(X.shape[0]), np.dtype(dtype).itemsize)
+            self.max_terms_ = self._max_terms(int(X.shape[0]), np.dtype(dtype).itemsize)
             self.solver_ = NORMA(self.kernel_, loss, self.n_features_in_, Y.shape[1],
                                  reg=self.reg_, eta0=float(self.eta0),
-                                 schedule=self.schedule, budget=self.budget_, xp=xp,
+                                 schedule=self.schedule, max_terms=self.max_terms_, xp=xp,
                                  dtype=dtype)
             self.history_ = {}
         self._xp()
@@ -106,9 +106,9 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
         weight = self.solver_.dropped_weight
         if weight > NORMA_DROPPED_WEIGHT:
             warnings.warn(
-                f"{type(self).__name__}: budget={self.budget_} dropped terms that still weighed "
-                f"{weight:.2f} of a new one (eta0 * reg = {self._eta_reg():.2g} per step): the "
-                f"truncated expansion cannot hold the regularised solution (raise budget, or "
+                f"{type(self).__name__}: max_terms={self.max_terms_} dropped terms that still "
+                f"weighed {weight:.2f} of a new one (eta0 * reg = {self._eta_reg():.2g} per step): the "
+                f"truncated expansion cannot hold the regularised solution (raise max_terms, or "
                 f"eta0 * reg)", UserWarning, stacklevel=2)
         return self
 
@@ -116,10 +116,10 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
         """eta nu per step (the step clamped as in ``solvers.norma``)."""
         return min(float(self.eta0), 0.5 / self.reg_) * self.reg_ if self.reg_ > 0 else 0.0
 
-    def _budget(self, n: int, itemsize: int) -> int:
-        """``budget_`` (see ``budget``)."""
-        if self.budget != "auto":
-            return int(self.budget)
+    def _max_terms(self, n: int, itemsize: int) -> int:
+        """``max_terms_`` (see ``max_terms``)."""
+        if self.max_terms != "auto":
+            return int(self.max_terms)
         m = min(int(self.batch_size), n)
         added = self._n_iter(-(-n // m)) * m  # terms this fit can add (at most one per row)
         eta_nu = self._eta_reg()
@@ -130,13 +130,13 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
 
 @fill_doc(**_NORMA_DOCS)
 class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
-    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms for
+    """NORMA kernel SGD with a truncated expansion of at most ``max_terms`` terms for
     classification; one-vs-all for several classes.
 
     %(classifier_doc)s
     >>> from kernelscale.estimators.norma import NORMAClassifier
     >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
-    >>> clf = NORMAClassifier(budget=100, random_state=0).fit(X, y)
+    >>> clf = NORMAClassifier(max_terms=100, random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.7)
     True
     """
@@ -153,12 +153,12 @@ class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
 
 @fill_doc(**_NORMA_DOCS)
 class NORMARegressor(RegressorTargets, RegressorMixin, _NORMABase):
-    """NORMA kernel SGD with a truncated expansion of at most ``budget`` terms for regression.
+    """NORMA kernel SGD with a truncated expansion of at most ``max_terms`` terms for regression.
 
     %(regressor_doc)s
     >>> from kernelscale.estimators.norma import NORMARegressor
     >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
-    >>> model = NORMARegressor(budget=100, random_state=0).fit(X, y / y.std())
+    >>> model = NORMARegressor(max_terms=100, random_state=0).fit(X, y / y.std())
     >>> model.predict(X[:3]).shape
     (3,)
     """

@@ -19,7 +19,7 @@ from ._kernel_common import KernelEstimatorBase, n_features_rule, ridge_alpha
 from ._params import REG, Int, Real, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
-NYSTROM_CHUNK_ROWS = 8192  # Nystrom's default engine chunk_rows
+NYSTROM_PASS_ROWS = 8192  # Nystrom's default engine pass_rows
 
 
 # the parameters and attributes of both Nyström estimators, written once (``_docs.fill_doc``)
@@ -45,8 +45,8 @@ rcond : float >= 0, default=1e-12
 %(random_state)s
     It also draws the landmarks.
 %(engine)s
-    ``chunk_rows``: the rows of X per chunk of the normal equations (default 8192; X is read
-    chunk by chunk, also from zarr / dask).""",
+    ``pass_rows``: the rows of X per step of the normal equations' pass (default 8192; X is
+    read that many rows at a time, also from zarr / dask).""",
     "attributes": """\
 solver_ : solvers.nystrom.NystromRidge
     Landmarks ``Z`` and ridge coefficients ``coef`` over the Nyström features.
@@ -60,7 +60,7 @@ reg_ : float
 %(n_features_in_)s""",
     "X_fit": """\
 X : array-like of shape (n_samples, n_features)
-    Training data; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at a time
+    Training data; also an on-disk zarr / dask array, read ``engine.pass_rows`` rows at a time
     (only the m landmark rows are held).""",
 }
 
@@ -89,7 +89,7 @@ class _NystromBase(KernelEstimatorBase):
         idx = subsample_indices(n, m, self.seed_)
         Z = xp.asarray(take_rows(X, idx), dtype=dtype)
         self.solver_ = NystromRidge(self.kernel_, Z, xp, rcond=float(self.rcond))
-        self.solver_.fit(X, Y, alpha, dtype, self.engine_.chunk_rows or NYSTROM_CHUNK_ROWS,
+        self.solver_.fit(X, Y, alpha, dtype, self.engine_.pass_rows or NYSTROM_PASS_ROWS,
                          rows=cluster_rows())
         self.n_components_ = int(Z.shape[0])
         self.rank_ = self.solver_.rank

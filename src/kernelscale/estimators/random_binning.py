@@ -6,10 +6,11 @@ Binning Features: Fast Convergence and Strong Parallelizability", KDD 2016).
   right-hand sides. ``reg`` is nu of the averaged objective (nu/2)||w||^2 + (1/N) sum 1/2
   (f(x_i) - y_i)^2 (the per-sample ERM (1)), like every kernelscale estimator; the paper's
   lambda of the ridge system is N nu.
-* ``solver="cd"``: L1-regularised loss nu ||w||_1 + (1/N) sum L (eq. 23) by parallel randomized
-  coordinate descent (Algorithm 2) with the engine's ``n_jobs`` threads; losses square (regression
-  and classification), logistic and squared hinge (classification). ``reg`` is nu of eq. (23):
-  the same per-sample scaling, but of an L1 norm (the paper's objective for CD).
+* ``solver="cd"``: L1-regularised loss lambda ||w||_1 + (1/N) sum L (eq. 23) by parallel
+  randomized coordinate descent (Algorithm 2) with the engine's ``n_jobs`` threads; losses square
+  (regression and classification), logistic and squared hinge (classification). ``l1_reg`` is
+  lambda of eq. (23): the same per-sample scaling as ``reg``, but of an L1 norm (the paper's
+  objective for CD); ``reg`` is CG's only.
 
 Features (Algorithm 1) are built chunk by chunk from numpy, cupy, zarr or dask inputs; on
 an engine device "gpu" the CG iterations run on cupy / cupyx.scipy.sparse (binning stays on the host, where
@@ -63,13 +64,16 @@ n_components : int >= 1, default=256
     R, random grids (Algorithm 1): every row gets exactly R non-zero features, so Z holds n R
     entries and a CG iteration or CD epoch costs O(n R). The approximation error falls as
     O(1 / (kappa R)) (Theorem 1).
-reg : "auto", float >= 0 or "x/n", default="auto"
-    nu, per sample. ``solver="cg"``: the ridge (nu/2)||w||^2 of the averaged objective (ERM
-    (1)), > 0; the system solved is (Z^T Z + N nu I) W = Z^T Y (§3.1's lambda = N nu).
-    ``solver="cd"``: the weight of the L1 objective (23), nu ||w||_1 + (1/N) sum L. "auto":
-    nu = alpha / N with alpha from the held-out selection (``kernels.selection``: kernel ridge's
-    alpha, the same ridge system with the exact kernel); for CD, whose penalty is L1, only a
-    scale. "x/n": nu = x / N. Fitted: ``reg_``.
+reg : "auto", float > 0 or "x/n", default="auto"
+    nu, per sample: the ridge (nu/2)||w||^2 of the averaged objective (ERM (1)); the system
+    solved is (Z^T Z + N nu I) W = Z^T Y (§3.1's lambda = N nu). "auto": nu = alpha / N with
+    alpha from the held-out selection (``kernels.selection``: kernel ridge's alpha, the same
+    ridge system with the exact kernel). "x/n": nu = x / N. ``solver="cg"`` only. Fitted:
+    ``reg_``.
+l1_reg : "auto", float >= 0 or "x/n", default="auto"
+    lambda, per sample: the weight of the L1 objective (23), lambda ||w||_1 + (1/N) sum L.
+    "auto": lambda = alpha / N with the held-out selection's alpha as for ``reg`` (for an L1
+    penalty only a scale). "x/n": lambda = x / N. ``solver="cd"`` only. Fitted: ``l1_reg_``.
 solver : {"cg", "cd"}, default="cg"
     "cg": ridge by conjugate gradients on Z, never forming Z^T Z (§3.1, ``solvers.rb_cg``),
     GPU-capable. "cd": parallel randomized coordinate descent on the L1 objective (23)
@@ -94,8 +98,8 @@ engine : dict, kernelscale.engine.Engine or None, default=None
     * ``n_jobs``: tau, CD threads (Algorithm 2; -1 = all cores). 1 is bit-reproducible; more
       threads update coordinates asynchronously (eq. (29)) and converge to the same
       objective, not to the same bits. Ignored by "cg";
-    * ``chunk_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
-      predict time: it bounds the dense rows held (chunk_rows x d floats), not the fit's
+    * ``pass_rows`` (default 65536): rows of X read and binned at a time, in ``fit`` and at
+      predict time: it bounds the dense rows held (pass_rows x d floats), not the fit's
       n x R bin hashes and Z, kept whole.
 
     Fitted: ``engine_``.""",
@@ -111,8 +115,10 @@ kappa_ : float
     D / R, the mean non-empty bins per grid (the paper's kappa).
 bandwidth_ : float
     sigma used.
-reg_ : float
-    nu used (see ``reg``).
+reg_ : float or None
+    nu used (see ``reg``) with ``solver="cg"``; None with "cd".
+l1_reg_ : float or None
+    lambda used (see ``l1_reg``) with ``solver="cd"``; None with "cg".
 seed_ : int
     The seed used.
 history_ : dict
@@ -122,7 +128,7 @@ n_iter_ : int
 %(n_features_in_)s""",
     "X_fit": """\
 X : array-like of shape (n_samples, n_features)
-    Training data, dense; also an on-disk zarr / dask array, read ``engine.chunk_rows`` rows at
+    Training data, dense; also an on-disk zarr / dask array, read ``engine.pass_rows`` rows at
     a time.""",
 }
 
@@ -133,15 +139,16 @@ class _RBBase(KernelscaleEstimator):
     iterative = False  # no warm_start segments: the whole solve is one fit
     _fitted_state = "coef_"
 
-    _rules = {"solver": OneOf(*SOLVERS), "n_components": Int(1), "reg": REG,
+    _rules = {"solver": OneOf(*SOLVERS), "n_components": Int(1), "reg": REG, "l1_reg": REG,
               "tol": Real(0), "n_iter": Int(1), "precondition": BOOL,
               "kernel": OneOf(*RB_KERNELS)}
-    _used_only = {"precondition": ("with solver='cg'", ("solver",),
-                                   lambda p: p["solver"] == "cg")}
+    _cg_only = ("with solver='cg'", ("solver",), lambda p: p["solver"] == "cg")
+    _used_only = {"precondition": _cg_only, "reg": _cg_only,
+                  "l1_reg": ("with solver='cd'", ("solver",), lambda p: p["solver"] == "cd")}
 
     def __init__(self, kernel="laplacian", bandwidth="auto", n_components=256, reg="auto",
-                 solver="cg", loss="square", tol=1e-4, n_iter=1000, precondition=False,
-                 random_state=None, engine=None):
+                 l1_reg="auto", solver="cg", loss="square", tol=1e-4, n_iter=1000,
+                 precondition=False, random_state=None, engine=None):
         store_params(self, locals())
 
     _allowed_losses: tuple = ()
@@ -167,24 +174,30 @@ class _RBBase(KernelscaleEstimator):
         self.device_ = device
         return device
 
-    def _chunk_rows(self) -> int:
-        return int(self.engine_.chunk_rows or DEFAULT_CHUNK_ROWS)
+    def _pass_rows(self) -> int:
+        return int(self.engine_.pass_rows or DEFAULT_CHUNK_ROWS)
 
     def _fit_features(self, X, Y):
-        """Bins of the training rows; sets ``bandwidth_`` and ``reg_``. ``bandwidth="auto"`` /
-        ``reg="auto"``: held-out selection with the exact kernel (``kernels.selection``); the
-        CG ridge (Z^T Z + n reg I) is KernelRidge's alpha, taken as selected (n nu = alpha);
-        CD's L1 weight is per sample (eq. 23): alpha / n, the same nu."""
+        """Bins of the training rows; sets ``bandwidth_`` and ``reg_`` (CG) or ``l1_reg_`` (CD).
+        ``bandwidth="auto"`` / ``reg="auto"`` / ``l1_reg="auto"``: held-out selection with the
+        exact kernel (``kernels.selection``); the CG ridge (Z^T Z + n reg I) is KernelRidge's
+        alpha, taken as selected (n nu = alpha); CD's L1 weight is per sample (eq. 23): alpha / n,
+        the same scale."""
         seed = seed_from(self.random_state)
         if isinstance(self.bandwidth, str) and X.shape[0] < 2:
             raise ValueError(f"bandwidth={self.bandwidth!r} needs at least 2 samples, got "
                              "n_samples = 1")
         self.seed_ = seed % (2**32)
-        kernel, alpha = auto_kernel(self, X, Y, self.reg == "auto",
+        reg = self.reg if self.solver == "cg" else self.l1_reg
+        kernel, alpha = auto_kernel(self, X, Y, reg == "auto",
                                     kernel_name=check_rb_kernel(self.kernel))
         sigma = kernel.bandwidth
         n = int(X.shape[0])
-        self.reg_, self.ridge_ = reg_and_ridge(self.reg, n, alpha)  # nu and CG's ridge N nu
+        self.reg_ = self.ridge_ = self.l1_reg_ = None  # the other solver's stay None
+        if self.solver == "cg":
+            self.reg_, self.ridge_ = reg_and_ridge(reg, n, alpha)  # nu and CG's ridge N nu
+        else:
+            self.l1_reg_ = reg_and_ridge(reg, n, alpha)[0]  # lambda of eq. (23)
         self.seed_ = seed
         self.bandwidth_ = sigma
         self.features_ = RandomBinning(self.kernel, sigma, self.n_components, seed)
@@ -192,9 +205,9 @@ class _RBBase(KernelscaleEstimator):
         if self.solver == "cg" and self.device_ == "cpu":
             # Z stays on the workers in row blocks (spread.rb): X never reaches the client
             Z = rows_for(None, lambda client: SpreadRB(client, self.features_, X,
-                                                       self._chunk_rows()))
+                                                       self._pass_rows()))
         if Z is None:
-            Z = self.features_.fit_transform(X, chunk_rows=self._chunk_rows(),
+            Z = self.features_.fit_transform(X, chunk_rows=self._pass_rows(),
                                              rows=cluster_rows())
         self.n_features_out_ = self.features_.n_features_out_
         self.kappa_ = self.features_.kappa_
@@ -231,7 +244,7 @@ class _RBBase(KernelscaleEstimator):
                                    jacobi=bool(self.precondition), ZT=ZTd)
             W = W.get() if xp is not np else W
         else:
-            W, hist, ok = l1_cd(Z, Y, self.reg_, loss=self.loss, tol=float(self.tol),
+            W, hist, ok = l1_cd(Z, Y, self.l1_reg_, loss=self.loss, tol=float(self.tol),
                                 max_iter=int(self.n_iter), n_jobs=int(self.engine_.n_jobs),
                                 seed=self.seed_)
         if not ok:
@@ -245,7 +258,7 @@ class _RBBase(KernelscaleEstimator):
         """Raw outputs Z(x) coef_, (n, C) (bins unseen in training contribute 0)."""
         check_is_fitted(self, "coef_")
         X = check_X(self, reject_sparse(X), reset=False)
-        Z = self.features_.transform(X, chunk_rows=self._chunk_rows(), rows=cluster_rows())
+        Z = self.features_.transform(X, chunk_rows=self._pass_rows(), rows=cluster_rows())
         F = Z @ self.coef_
         return F.reshape(F.shape[0], -1)
 
@@ -311,7 +324,7 @@ class RBClassifier(ClassifierTargets, ClassifierMixin, _RBBase):
     >>> bool(clf.score(X, y) > 0.7)
     True
     >>> cd = RBClassifier(solver="cd", loss="logistic", n_components=32, bandwidth="median",
-    ...                   reg=1e-4, random_state=0).fit(X, y)
+    ...                   l1_reg=1e-4, random_state=0).fit(X, y)
     >>> cd.predict_proba(X[:2]).shape
     (2, 2)
     """

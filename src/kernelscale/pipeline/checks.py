@@ -95,8 +95,9 @@ def size_errors(where: str, estimator: str, params: dict, n_train: int | None = 
     if estimator in ("eigenpro", "kernel_sgd") and "subsample_size" in p:
         s = p["subsample_size"]
         terms.append((8.0 * s * s, f"subsample_size^2 = {s:g}^2"))
-    if estimator == "norma" and "budget" in p:
-        terms.append((8.0 * p["budget"] * width, f"budget x d = {p['budget']:g} x {width:g}"))
+    if estimator == "norma" and "max_terms" in p:
+        terms.append((8.0 * p["max_terms"] * width,
+                      f"max_terms x d = {p['max_terms']:g} x {width:g}"))
     out = []
     for need, what in terms:
         if need > limit:

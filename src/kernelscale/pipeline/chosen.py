@@ -17,9 +17,10 @@ import numbers
 CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("loss", ("loss_.name", "_loss_name()")),   # DSG, RFF, NORMA: the loss a default resolved to
     ("bandwidth", ("bandwidth_",)),              # every kernel estimator
-    ("reg", ("reg_",)),                          # all but EigenPro (which has none)
+    ("reg", ("reg_",)),                          # all but EigenPro (none) and RB-CD (l1_reg)
+    ("l1_reg", ("l1_reg_",)),                    # Random Binning CD: lambda of its L1 objective
     ("C", ("C_",)),                              # LIBSVM: C = 1 / (n reg)
-    ("ridge", ("ridge_",)),                      # Random Binning: the alpha its solver uses
+    ("ridge", ("ridge_",)),                      # Random Binning CG: the alpha its solver uses
     ("n_components", ("n_components_",)),        # RFF, Nystrom
     ("rank", ("rank_",)),                        # Nystrom: centres kept after the pseudo-inverse
     ("n_features_out", ("n_features_out_",)),    # Random Binning: non-empty bins of all grids
@@ -39,7 +40,7 @@ CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("beta", ("beta_",)),                        # EigenPro: max k(x, x) over the subsample
     ("lambda_top", ("lambda_top_",)),            # EigenPro: lambda_1 of the subsample's operator
     ("lambda_next", ("lambda_next_",)),          # EigenPro: lambda_{k+1}, what the step follows
-    ("budget", ("budget_",)),                    # NORMA: expansion terms kept (budget="auto")
+    ("max_terms", ("max_terms_",)),              # NORMA: expansion terms kept (max_terms="auto")
     ("precondition", ("precondition_",)),        # DSG
     ("window_rows", ("window_rows_",)),          # estimators reading X a window at a time
     ("device", ("device_",)),

@@ -163,9 +163,9 @@ def objective_signature(run: dict) -> tuple:
         cls = f"{final['estimator']}"
     curve = _objective_curve(run)
     quantity = curve[2] if curve is not None else "objective"
-    # reg and n_components as chosen ("auto" is not one function); the bandwidth as given (the
-    # chosen one differs per seed)
-    keys = ("loss", "reg", "kernel", "bandwidth", "n_components")
+    # reg, l1_reg and n_components as chosen ("auto" is not one function); the bandwidth as
+    # given (the chosen one differs per seed)
+    keys = ("loss", "reg", "l1_reg", "kernel", "bandwidth", "n_components")
     return (cls, final.get("task"), quantity,
             *((k, str(p.get(k) if k in ("loss", "kernel", "bandwidth") else _chosen(run, k)))
               for k in keys if k in p))
@@ -419,7 +419,8 @@ def panel_title(sig: tuple, members: list[dict]) -> str:
     loss = dict(sig[3:]).get("loss")
     setting = ", ".join(x for x in (
         None if loss is None else _setting_text(members, "loss", "loss"),  # what None chose
-        _setting_text(members, "reg", "reg"), _setting_text(members, "bandwidth", "σ")) if x)
+        _setting_text(members, "reg", "reg"), _setting_text(members, "l1_reg", "l1_reg"),
+        _setting_text(members, "bandwidth", "σ")) if x)
     return f"{names}\n{sig[0]}" + (f" ({setting})" if setting else "")
 
 

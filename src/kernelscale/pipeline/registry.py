@@ -80,24 +80,24 @@ ALGORITHMS: dict[str, dict[str, str]] = {
 # are taken from (``tables.best_exact_kernel``).
 EXACT_KERNEL = ("exact_krr", "libsvm")
 
-# Parameters fixed by the algorithm name (e.g. "udsg" is DSG with variant="udsg").
+# Parameters fixed by the algorithm name (e.g. "udsg" is DSG with solver="udsg").
 PRESETS: dict[str, dict] = {
-    "dsg": {"variant": "dsg"},
-    "udsg": {"variant": "udsg"},
-    "cdsg": {"variant": "cdsg"},
-    "eigenpro": {"method": "kernel"},
-    "eigenpro_rf": {"method": "rff"},
-    "kernel_sgd": {"method": "kernel", "n_eigenvectors": 0},
-    # RB-CD's reg is the per-sample L1 lambda of its own objective (not CG's ridge reg, which
-    # "auto" selects), so it keeps a fixed value of that scale
+    "dsg": {"solver": "dsg"},
+    "udsg": {"solver": "udsg"},
+    "cdsg": {"solver": "cdsg"},
+    "eigenpro": {"solver": "kernel"},
+    "eigenpro_rf": {"solver": "rff"},
+    "kernel_sgd": {"solver": "kernel", "n_eigenvectors": 0},
+    # RB-CD's l1_reg is the per-sample L1 lambda of its own objective (the held-out selection
+    # behind "auto" picks a ridge), so it keeps a fixed value of that scale
     "rb_cg": {"solver": "cg"},
-    "rb_cd": {"solver": "cd", "reg": 1e-4},
+    "rb_cd": {"solver": "cd", "l1_reg": 1e-4},
     "rff_sgd": {"solver": "sgd"},
     "rff_svrg": {"solver": "svrg"},
 }
 # Preset values an entry's params may change; the others are what the name means (the config
 # check refuses rff_sgd with solver: svrg rather than run SVRG under the name rff_sgd).
-ADJUSTABLE: dict[str, tuple[str, ...]] = {"rb_cd": ("reg",)}
+ADJUSTABLE: dict[str, tuple[str, ...]] = {"rb_cd": ("l1_reg",)}
 
 
 def register(name: str, classification: str | None = None, regression: str | None = None,

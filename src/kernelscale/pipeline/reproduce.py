@@ -141,8 +141,8 @@ def verdict(paper, claim, d: Data, measured, holds, note="", rule="", problem=""
 class Problem(NamedTuple):
     """What one method of a comparison was given. ``nu``: the per-sample weight of the
     regulariser in the library's objective (nu/2)||f||^2 + (1/N) sum loss (every estimator's
-    ``reg_``; of ||w||_1 for coordinate descent, Wu et al. 2016, eq. 23; 0 = none, EigenPro's square
-    loss iterated towards the interpolant); the ridge lambda of (Z^T Z + lambda I), scikit-learn's
+    ``reg_``; for coordinate descent ``l1_reg_``, of ||w||_1, Wu et al. 2016, eq. 23; 0 = none,
+    EigenPro's square loss iterated towards the interpolant); the ridge lambda of (Z^T Z + lambda I), scikit-learn's
     KernelRidge alpha, is N nu (``kernelscale.estimators._params.reg_and_ridge``). ``budget``:
     what the comparison holds equal (R, epochs, fit time)."""
 
@@ -155,15 +155,16 @@ class Problem(NamedTuple):
 
 def effective(est, budget: str) -> Problem:
     """The problem a fitted kernelscale estimator solved: its resolved ``bandwidth_``, ``reg_``
-    and loss (the ridge solvers' is the square loss)."""
+    (``l1_reg_``) and loss (the ridge solvers' is the square loss)."""
     if hasattr(est, "loss_"):
         loss = est.loss_.name
     elif hasattr(est, "_loss_name"):
         loss = est._loss_name()
     else:
         loss = "square"
-    return Problem(est.kernel, float(est.bandwidth_), float(getattr(est, "reg_", 0.0)), loss,
-                   budget)
+    nu = getattr(est, "reg_", None)
+    nu = getattr(est, "l1_reg_", None) if nu is None else nu
+    return Problem(est.kernel, float(est.bandwidth_), float(nu or 0.0), loss, budget)
 
 
 def same_problem(problems: dict, n: int, differ=()) -> str:

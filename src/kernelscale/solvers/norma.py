@@ -2,9 +2,10 @@
 
     f_{t+1} = (1 - eta_t reg) f_t - (eta_t / m) sum_{i in batch} loss'(f_t(x_i), y_i) k(x_i, .)
 
-Only the newest ``budget`` terms are kept (the paper's truncation, §III), in a ring buffer of
-centres and coefficients with the common shrink factor as one scalar: f = scale * sum_j c_j
-k(x_j, .); a step costs O(m budget d). eta_t = eta0 / sqrt(t) ("invsqrt") or eta0 ("constant").
+Only the newest ``max_terms`` terms are kept (the paper's truncation, §III), in a ring buffer
+of centres and coefficients with the common shrink factor as one scalar: f = scale * sum_j c_j
+k(x_j, .); a step costs O(m max_terms d). eta_t = eta0 / sqrt(t) ("invsqrt") or eta0
+("constant").
 Only points with a non-zero loss derivative become terms. Classification losses store
 g_j - (mean_B g - mean_{<=t} g): the batch's mean derivative over its new terms is replaced by its
 running average over all steps so far (a control variate; every update's expectation is unchanged).
@@ -21,22 +22,22 @@ from ._common import DeviceState, kernel_apply
 
 
 class NORMA(DeviceState):
-    """NORMA state: a ring buffer of at most ``budget`` centres and coefficients and a common
+    """NORMA state: a ring buffer of at most ``max_terms`` centres and coefficients and a common
     scale, f = scale * sum_j c_j k(x_j, .) (module docstring); ``step`` is one mini-batch update."""
 
     _arrays = ("centers", "coef", "g_mean")
 
     def __init__(self, kernel, loss, n_features: int, n_outputs: int, *, reg: float, eta0: float,
-                 schedule: str, budget: int, xp: ModuleType, dtype):
+                 schedule: str, max_terms: int, xp: ModuleType, dtype):
         self.xp = xp
         self.kernel = kernel
         self.loss = loss
         self.reg = float(reg)
         self.eta0 = float(eta0)
         self.schedule = schedule
-        self.budget = int(budget)
-        self.centers = xp.zeros((self.budget, int(n_features)), dtype=dtype)
-        self.coef = xp.zeros((self.budget, int(n_outputs)), dtype=dtype)
+        self.max_terms = int(max_terms)
+        self.centers = xp.zeros((self.max_terms, int(n_features)), dtype=dtype)
+        self.coef = xp.zeros((self.max_terms, int(n_outputs)), dtype=dtype)
         # running mean of the batch-mean loss derivative over the stored terms (classification)
         self.center = getattr(loss, "task", "regression") == "classification"
         self.g_mean = None
@@ -49,7 +50,7 @@ class NORMA(DeviceState):
         # largest weight (relative to a new term) of a term the ring has dropped: the
         # truncation's cost, NORMA's (1 - eta reg)^tau (§III)
         self.log_shrink = 0.0
-        self.born = np.zeros(self.budget)
+        self.born = np.zeros(self.max_terms)
         self.dropped_weight = 0.0
 
     def eta(self, t: int) -> float:
@@ -93,15 +94,15 @@ class NORMA(DeviceState):
             m = int(Xb.shape[0])
             if m == 0:
                 return {"objective": batch_loss, "step": eta}
-        if m > self.budget:  # only the newest ``budget`` terms survive anyway
-            Xb, new, m = Xb[-self.budget:], new[-self.budget:], self.budget
+        if m > self.max_terms:  # only the newest ``max_terms`` terms survive anyway
+            Xb, new, m = Xb[-self.max_terms:], new[-self.max_terms:], self.max_terms
         # the batch's loss after this step (``run_loop``'s overshoot watch): the shrunk outputs
         # plus the new terms' (a batch x batch kernel: at most the cost of ``decision`` for a
-        # batch up to the budget; the terms the ring drops, the oldest, are left out)
+        # batch up to max_terms; the terms the ring drops, the oldest, are left out)
         u_after = shrink * u + self.kernel(X_all, Xb) @ (new * self.scale)
         after = float(self.loss.value(u_after, Yb).mean())
-        idx = [(self.pos + j) % self.budget for j in range(m)]
-        dropped = max(0, self.count + m - self.budget)  # the last ``dropped`` slots held terms
+        idx = [(self.pos + j) % self.max_terms for j in range(m)]
+        dropped = max(0, self.count + m - self.max_terms)  # the last ``dropped`` slots held terms
         if dropped:
             old = self.born[idx[m - dropped:]]
             self.dropped_weight = max(self.dropped_weight, float(np.exp(self.log_shrink - old.min())))
@@ -109,8 +110,8 @@ class NORMA(DeviceState):
         slots = xp.asarray(idx)
         self.centers[slots] = Xb
         self.coef[slots] = new
-        self.pos = (self.pos + m) % self.budget
-        self.count = min(self.budget, self.count + m)
+        self.pos = (self.pos + m) % self.max_terms
+        self.count = min(self.max_terms, self.count + m)
         return {"objective": batch_loss, "step": eta, "after": after}
 
     def _control_variate(self, g, active):
