@@ -16,16 +16,21 @@ from kernelscale import (
     RFFSGDClassifier,
     RFFSGDRegressor,
 )
-from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegressor
+from kernelscale.estimators.eigenpro import (
+    EigenProClassifier,
+    EigenProRegressor,
+    EigenProRFClassifier,
+    EigenProRFRegressor,
+)
 
 CPU = dict(engine={"device": "cpu"}, random_state=0)
 
 ESTIMATORS = [
     EigenProRegressor(n_eigenvectors=20, subsample_size=100, n_iter="5 epochs", **CPU),
     EigenProClassifier(n_eigenvectors=20, subsample_size=100, n_iter="5 epochs", **CPU),
-    EigenProRegressor(solver="rff", n_components=200, n_eigenvectors=20, subsample_size=100,
+    EigenProRFRegressor(n_components=200, n_eigenvectors=20, subsample_size=100,
                       n_iter="5 epochs", **CPU),
-    EigenProClassifier(solver="rff", n_components=200, n_eigenvectors=20, subsample_size=100,
+    EigenProRFClassifier(n_components=200, n_eigenvectors=20, subsample_size=100,
                        n_iter="5 epochs", **CPU),
     RFFSGDClassifier(n_components=200, n_iter="5 epochs", **CPU),
     RFFSGDRegressor(n_components=200, n_iter="20 epochs", solver="svrg", **CPU),

@@ -7,7 +7,11 @@ import pytest
 from sklearn.kernel_ridge import KernelRidge
 
 from kernelscale.backend import DeviceError, gpu_available
-from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegressor
+from kernelscale.estimators.eigenpro import (
+    EigenProClassifier,
+    EigenProRegressor,
+    EigenProRFRegressor,
+)
 from kernelscale.solvers.preconditioners import KernelPreconditioner, step_size, top_eigh
 
 BW = 0.5
@@ -34,13 +38,20 @@ def _epochs_to(est, X, y, target, max_epochs):
     return None
 
 
+ESTIMATOR = {"kernel": EigenProRegressor, "rff": EigenProRFRegressor}
+
+
+def RF_ONLY(method, n_components):  # noqa: N802
+    return {"n_components": n_components} if method == "rff" else {}
+
+
 def _ridge_target(method, X, y, common):
     """Training MSE of the ridge solution (alpha = 0.1, KernelRidge scaling) of the same model:
     exact kernel ridge for "kernel", ridge on the same random features for "rff"."""
     if method == "kernel":
         krr = KernelRidge(alpha=0.1, kernel="rbf", gamma=1 / (2 * BW**2)).fit(X, y)
         return float(np.mean((krr.predict(X) - y) ** 2))
-    probe = EigenProRegressor(**{**common, "n_iter": 1}).fit(X, y)  # its features only
+    probe = EigenProRFRegressor(**{**common, "n_iter": 1}).fit(X, y)  # its features only
     Phi = probe.solver_.blocks.features(X, 0)
     w = np.linalg.solve(Phi.T @ Phi + 0.1 * np.eye(Phi.shape[1]), Phi.T @ y)
     return float(np.mean((Phi @ w - y) ** 2))
@@ -49,16 +60,15 @@ def _ridge_target(method, X, y, common):
 @pytest.mark.parametrize("method", ["kernel", "rff"])
 def test_eigenpro_reaches_ridge_fit_3x_faster_than_sgd(method):
     X, y = _problem()
-    common = dict(solver=method, bandwidth=BW, batch_size=64, n_iter="1 epochs", subsample_size=600,
-                  n_components=600 if method == "rff" else "auto", engine={"device": "cpu"},
-                  random_state=0)
+    Est = ESTIMATOR[method]
+    common = dict(bandwidth=BW, batch_size=64, n_iter="1 epochs", subsample_size=600,
+                  engine={"device": "cpu"}, random_state=0, **RF_ONLY(method, 600))
     target = _ridge_target(method, X, y, common)
-    ep = _epochs_to(EigenProRegressor(n_eigenvectors=100, warm_start=True, **common), X, y,
-                    target, 20)
+    ep = _epochs_to(Est(n_eigenvectors=100, warm_start=True, **common), X, y, target, 20)
     assert ep is not None, "EigenPro did not reach the ridge training fit in 20 epochs"
     # the same loop without the preconditioner (k = 0, step from lambda_1) must still be short of
     # the target after 3x as many epochs
-    sgd = EigenProRegressor(n_eigenvectors=0, **{**common, "n_iter": f"{3 * ep} epochs"}).fit(X, y)
+    sgd = Est(n_eigenvectors=0, **{**common, "n_iter": f"{3 * ep} epochs"}).fit(X, y)
     assert _mse(sgd, X, y) > target, f"plain SGD reached the target within 3 x {ep} epochs"
 
 
@@ -94,11 +104,10 @@ def test_classifier_multiclass_accuracy():
 @pytest.mark.parametrize("method", ["kernel", "rff"])
 def test_warm_start_segments_equal_one_run(method):
     X, y = _problem(300)
-    kw = dict(solver=method, n_eigenvectors=20, subsample_size=200,
-              n_components=200 if method == "rff" else "auto", batch_size=32,
-              engine={"device": "cpu"}, random_state=3)
-    one = EigenProRegressor(n_iter=30, **kw).fit(X, y)
-    seg = EigenProRegressor(n_iter=10, warm_start=True, **kw)
+    kw = dict(n_eigenvectors=20, subsample_size=200, batch_size=32, engine={"device": "cpu"},
+              random_state=3, **RF_ONLY(method, 200))
+    one = ESTIMATOR[method](n_iter=30, **kw).fit(X, y)
+    seg = ESTIMATOR[method](n_iter=10, warm_start=True, **kw)
     for _ in range(3):
         seg.fit(X, y)
     assert seg.n_iter_ == 30 and len(seg.history_["iter"]) == 30
@@ -109,10 +118,10 @@ def test_warm_start_segments_equal_one_run(method):
 @pytest.mark.parametrize("method", ["kernel", "rff"])
 def test_same_seed_same_model_and_pickle(method):
     X, y = _problem(200)
-    kw = dict(solver=method, n_eigenvectors=10, n_components=100 if method == "rff" else "auto",
-              n_iter="2 epochs", engine={"device": "cpu"})
-    a = EigenProRegressor(random_state=7, **kw).fit(X, y)
-    b = EigenProRegressor(random_state=7, **kw).fit(X, y)
+    kw = dict(n_eigenvectors=10, n_iter="2 epochs", engine={"device": "cpu"},
+              **RF_ONLY(method, 100))
+    a = ESTIMATOR[method](random_state=7, **kw).fit(X, y)
+    b = ESTIMATOR[method](random_state=7, **kw).fit(X, y)
     assert np.array_equal(a.predict(X), b.predict(X))
     c = pickle.loads(pickle.dumps(a))
     assert np.array_equal(a.predict(X), c.predict(X))
@@ -124,10 +133,10 @@ def test_rff_trains_from_zarr_like_numpy(tmp_path):
     Z = zarr.create_array(store=str(tmp_path / "x.zarr"), shape=X.shape, chunks=(64, 3),
                           dtype="float64")
     Z[:] = X
-    kw = dict(solver="rff", n_eigenvectors=10, n_components=100, n_iter="2 epochs", batch_size=32,
+    kw = dict(n_eigenvectors=10, n_components=100, n_iter="2 epochs", batch_size=32,
               bandwidth=BW, engine={"device": "cpu", "window_rows": 64}, random_state=0)
-    a = EigenProRegressor(**kw).fit(X, y)
-    b = EigenProRegressor(**kw).fit(Z, y)
+    a = EigenProRFRegressor(**kw).fit(X, y)
+    b = EigenProRFRegressor(**kw).fit(Z, y)
     assert np.allclose(a.predict(X), b.predict(X))
 
 
@@ -135,7 +144,7 @@ def test_rff_trains_from_zarr_like_numpy(tmp_path):
     (dict(bandwidth=0.0), "bandwidth"),
     (dict(bandwidth=-1.0), "bandwidth"),
     (dict(kernel="nope"), "kernel='nope' must be"),
-    (dict(solver="nope"), "solver="),
+    (dict(eig_method="nope"), "eig_method="),
     (dict(tau=2.0), "tau"),
     (dict(n_eigenvectors=-1), "n_eigenvectors"),
 ])
@@ -222,14 +231,15 @@ def test_rff_feature_count_grows_with_n():
     for n, want in ((3000, 2000), (50_000, math.ceil(math.sqrt(50_000) * math.log(50_000)))):
         X = rng.standard_normal((n, 2))
         y = np.sin(X[:, 0])
-        est = EigenProRegressor(solver="rff", bandwidth=1.0, n_iter=1, subsample_size=500,
-                                n_eigenvectors=20, random_state=0).fit(X, y)
+        est = EigenProRFRegressor(bandwidth=1.0, n_iter=1, subsample_size=500,
+                                  n_eigenvectors=20, random_state=0).fit(X, y)
         assert est.n_components_ == want and est.solver_.w.shape[0] == want
     assert want > 2000
-    est = EigenProRegressor(solver="rff", n_components=64, bandwidth=1.0, n_iter=1,
-                            random_state=0).fit(X[:500], y[:500])
+    est = EigenProRFRegressor(n_components=64, bandwidth=1.0, n_iter=1,
+                              random_state=0).fit(X[:500], y[:500])
     assert est.n_components_ == 64
-    assert EigenProRegressor(bandwidth=1.0, n_iter=1).fit(X[:300], y[:300]).n_components_ is None
+    assert not hasattr(EigenProRegressor(bandwidth=1.0, n_iter=1).fit(X[:300], y[:300]),
+                       "n_components_")
 
 
 def test_rff_average_is_the_mean_of_the_last_half_to_three_quarters_of_the_iterates():
@@ -237,9 +247,9 @@ def test_rff_average_is_the_mean_of_the_last_half_to_three_quarters_of_the_itera
     iterates of steps 2^(k-1) .. t, kept across warm-started fits; average=False with the last
     iterate."""
     X, y = _problem(400)
-    kw = dict(solver="rff", n_eigenvectors=20, subsample_size=200, n_components=150,
+    kw = dict(n_eigenvectors=20, subsample_size=200, n_components=150,
               batch_size=40, engine={"device": "cpu"}, random_state=1)
-    seg = EigenProRegressor(n_iter=1, warm_start=True, **kw)
+    seg = EigenProRFRegressor(n_iter=1, warm_start=True, **kw)
     iterates = []
     for t in range(1, 26):  # 2.5 epochs of 10 steps, one step a fit
         seg.fit(X, y)
@@ -253,9 +263,9 @@ def test_rff_average_is_the_mean_of_the_last_half_to_three_quarters_of_the_itera
     np.testing.assert_allclose(seg.predict(X),
                                (s.blocks.features(X, 0) @ s.w_model)[:, 0] + seg.y_offset_[0],
                                rtol=1e-12, atol=1e-12)
-    one = EigenProRegressor(n_iter=25, **kw).fit(X, y)
+    one = EigenProRFRegressor(n_iter=25, **kw).fit(X, y)
     assert np.array_equal(one.predict(X), seg.predict(X))  # segments = one run, average included
-    last = EigenProRegressor(n_iter=25, average=False, **kw).fit(X, y)
+    last = EigenProRFRegressor(n_iter=25, average=False, **kw).fit(X, y)
     assert last.solver_.n_averaged == 0 and np.array_equal(last.solver_.w_model, iterates[-1])
     assert not np.allclose(last.predict(X), one.predict(X))
 
@@ -268,7 +278,7 @@ def test_rff_average_lands_nearer_the_least_squares_fit_than_the_last_iterate():
 
     X, y = _problem(3000, seed=4)
     y = y + 0.5 * np.random.default_rng(5).standard_normal(len(y))  # noisy: no interpolation
-    est = EigenProRegressor(solver="rff", bandwidth=BW, n_components=100, n_iter=1,
+    est = EigenProRFRegressor(bandwidth=BW, n_components=100, n_iter=1,
                             subsample_size=1000, n_eigenvectors=20, random_state=0).fit(X, y)
     blocks = est.solver_.blocks
     Y = y[:, None]

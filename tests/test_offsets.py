@@ -18,6 +18,7 @@ from kernelscale.estimators import (
     DSGRegressor,
     EigenProClassifier,
     EigenProRegressor,
+    EigenProRFRegressor,
     ExactKRRClassifier,
     ExactKRRRegressor,
     ExactSVMClassifier,
@@ -40,8 +41,8 @@ REGRESSORS = {
     "rff_sgd": (RFFSGDRegressor, dict(n_iter=60, n_components=64)),
     "norma": (NORMARegressor, dict(n_iter=60, max_terms=300)),
     "eigenpro": (EigenProRegressor, dict(n_iter=20, subsample_size=100, n_eigenvectors=10)),
-    "eigenpro_rf": (EigenProRegressor, dict(solver="rff", n_components=64, n_iter=20,
-                                            subsample_size=100, n_eigenvectors=10)),
+    "eigenpro_rf": (EigenProRFRegressor, dict(n_components=64, n_iter=20, subsample_size=100,
+                                              n_eigenvectors=10)),
     "nystrom": (NystromRidgeRegressor, dict(n_components=50)),
     "exact_krr": (ExactKRRRegressor, {}),
     # solved to a tight tol: a shift's last bits must not move where CG / SMO stop

@@ -202,8 +202,6 @@ def _unused_cases():
         (EigenProClassifier, "clf", {"n_eigenvectors": 0, "tau": 0.5}, "tau",
          {"n_eigenvectors": 5}),
         (ExactSVMClassifier, "clf", {"epsilon": 0.3}, "epsilon", None),
-        (EigenProClassifier, "clf", {"solver": "kernel", "n_components": 300}, "n_components",
-         {"solver": "rff"}),
         (RBRegressor, "reg", {"solver": "cd", "precondition": True},
          "precondition", {"solver": "cg"}),
         (RBClassifier, "clf", {"solver": "cd", "precondition": True},
@@ -277,7 +275,6 @@ def test_config_refuses_what_the_algorithm_name_contradicts_or_leaves_unused():
         "algorithms.rff_sgd.params.solver: 'svrg' contradicts the algorithm rff_sgd "
         "(solver='sgd' is what its name means); use estimator: rff_svrg"]
     assert errors("kernel_sgd", n_eigenvectors=100)[0].endswith("use estimator: eigenpro")
-    assert errors("eigenpro", solver="rff")[0].endswith("use estimator: eigenpro_rf")
     assert errors("dsg", solver="cdsg")[0].endswith("use estimator: cdsg")
     assert errors("rff_sgd", solver="sgd") == [] and errors("rb_cd", l1_reg=1e-3) == []
     # rb_cd's L1 weight is l1_reg; reg (CG's ridge) is refused there, as on EigenPro
@@ -290,7 +287,7 @@ def test_config_refuses_what_the_algorithm_name_contradicts_or_leaves_unused():
         "algorithms.kernel_sgd.params.tau: 0.5 is only used with n_eigenvectors >= 1, to damp "
         "the preconditioner (here n_eigenvectors=0); leave it at its default 'auto'"]
     assert errors("eigenpro", n_components=1000)[0].startswith(
-        "algorithms.eigenpro.params.n_components: 1000 is only used with solver='rff'")
+        "algorithms.eigenpro.params.n_components: unknown parameter for eigenpro")
     assert errors("eigenpro_rf", n_components=1000) == []
     # epsilon is the regressor's: refused once the entry runs on a classification dataset
     config = {"datasets": {"c": {"task": "binary"}, "r": {"task": "regression"}},
@@ -305,7 +302,7 @@ def test_config_refuses_what_the_algorithm_name_contradicts_or_leaves_unused():
 
 
 WARM = [(cls, {}) for cls in PUBLIC if "warm_start" in _params(cls)] + [
-    (kernelscale.EigenProRegressor, {"solver": "rff", "n_components": 50})]
+    (kernelscale.EigenProRFRegressor, {"n_components": 50})]
 
 
 @pytest.mark.parametrize("cls,extra", WARM, ids=lambda c: getattr(c, "__name__", ""))

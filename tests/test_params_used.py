@@ -33,7 +33,7 @@ BASE = {
 # non-default candidate values of each parameter, tried in order (a value this estimator or this
 # setting does not accept is skipped); every parameter of every estimator must be here
 CANDIDATES = {
-    "solver": ["cd", "cg", "svrg", "sgd", "udsg", "cdsg", "dsg", "rff", "kernel"],
+    "solver": ["cd", "cg", "svrg", "sgd", "udsg", "cdsg", "dsg"],
     "kernel": ["laplacian", "gaussian"],
     "loss": ["logistic", "hinge", "squared_hinge", "square", "softmax", "epsilon_insensitive",
              "huber", "quantile", "novelty"],
@@ -126,8 +126,6 @@ def _settings(cls, base, X, y):
             continue
         for v in CANDIDATES[s]:
             over = {s: v}
-            if s == "solver" and v == "rff":
-                over["average"] = False  # EigenPro-RF: the averaged iterate needs more steps
             if same_value(v, base.get(s, _defaults(cls)[s])) or param_errors(cls, over):
                 continue
             params = _with(cls, base, over)
@@ -143,8 +141,9 @@ def test_every_parameter_is_used_or_refused(cls):
     assert set(names) <= set(CANDIDATES), set(names) - set(CANDIDATES)
     X, y = _data(cls)
     base = BASE[_family(cls)]
-    if _defaults(cls).get("solver") == "kernel":  # EigenPro's kernel solver refuses n_components
-        base = {k: v for k, v in base.items() if k != "n_components"}
+    base = {k: v for k, v in base.items() if k in names}  # kernel EigenPro: no n_components
+    if cls.__name__.startswith("EigenProRF"):
+        base = {**base, "average": False}  # the averaged iterate needs more steps
     settings = _settings(cls, base, X, y)
     assert not isinstance(settings[0][2], str), settings[0][2]
     silent = []
@@ -172,8 +171,8 @@ def test_every_parameter_is_used_or_refused(cls):
 def test_a_value_given_as_its_default_is_not_refused(cls):
     """Every parameter of ``_used_only`` set explicitly to its default where it is unused."""
     X, y = _data(cls)
-    base = {k: v for k, v in BASE[_family(cls)].items() if k != "n_components"
-            or _defaults(cls).get("solver") != "kernel"}
+    names = set(inspect.signature(cls.__init__).parameters)
+    base = {k: v for k, v in BASE[_family(cls)].items() if k in names}
     defaults = _defaults(cls)
     explicit = {name: defaults[name] for name in cls._used_only}
     with warnings.catch_warnings():
@@ -181,15 +180,15 @@ def test_a_value_given_as_its_default_is_not_refused(cls):
         cls(**{**base, **explicit}).fit(X, y)  # no ValueError
 
 
-def test_the_example_of_the_issue_is_refused_in_one_line():
-    from kernelscale import EigenProRegressor
+def test_kernel_eigenpro_has_no_feature_count():
+    """Kernel EigenPro's model is the training points: it has no ``n_components`` to ignore
+    (the random-feature method is its own class, ``EigenProRFRegressor``)."""
+    from kernelscale import EigenProRegressor, EigenProRFRegressor
 
-    X, y = _data(EigenProRegressor)
-    with pytest.raises(ValueError) as e:
-        EigenProRegressor(n_components=77, **{k: v for k, v in EIGENPRO.items()
-                                              if k != "n_components"}).fit(X, y)
-    assert str(e.value).startswith("n_components=77 is only used with solver='rff'")
-    assert "solver='kernel'" in str(e.value) and "\n" not in str(e.value)
+    assert "n_components" not in EigenProRegressor().get_params()
+    assert EigenProRFRegressor().get_params()["n_components"] == "auto"
+    with pytest.raises(ValueError, match="Invalid parameter 'n_components'"):
+        EigenProRegressor().set_params(n_components=77)
 
 
 def test_dsg_loss_and_loss_params_are_used_or_refused():

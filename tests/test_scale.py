@@ -14,7 +14,7 @@ import pytest
 from kernelscale import RFFSGDClassifier, RFFSGDRegressor
 from kernelscale.budget import MB, plan_window, row_bytes, window_rows_for
 from kernelscale.estimators.dsg import DSGRegressor
-from kernelscale.estimators.eigenpro import EigenProRegressor
+from kernelscale.estimators.eigenpro import EigenProRFRegressor
 from kernelscale.io import open_zarr
 from kernelscale.solvers.dsg import GROUP_BYTES
 
@@ -98,10 +98,10 @@ def test_budget_picks_the_window_and_leaves_in_memory_data_alone(tmp_path):
 def test_eigenpro_rf_chunked_equals_in_memory(tmp_path):
     X, y = _regression(2000)
     Z = _zarr(tmp_path, X, 400)
-    params = dict(solver="rff", n_components=200, n_eigenvectors=10, subsample_size=300,
+    params = dict(n_components=200, n_eigenvectors=10, subsample_size=300,
                   batch_size=100, n_iter=30, bandwidth=2.0, random_state=0, engine={"window_rows": 400})
-    mem = EigenProRegressor(**params).fit(X, y)
-    disk = EigenProRegressor(**params).fit(Z, y)
+    mem = EigenProRFRegressor(**params).fit(X, y)
+    disk = EigenProRFRegressor(**params).fit(Z, y)
     assert np.allclose(mem.predict(X), disk.predict(Z), rtol=1e-12, atol=1e-12)
 
 

@@ -17,11 +17,15 @@ import pytest
 pytest.importorskip("distributed")
 zarr = pytest.importorskip("zarr")
 
-from kernelscale.estimators.eigenpro import EigenProClassifier, EigenProRegressor  # noqa: E402
+from kernelscale.estimators.eigenpro import (  # noqa: E402
+    EigenProClassifier,
+    EigenProRFClassifier,
+    EigenProRFRegressor,
+)
 from kernelscale.spread import client_for, use_client  # noqa: E402
 
 N, D = 3000, 6
-KW = dict(solver="rff", n_iter=20, batch_size=200, n_components=150, bandwidth=2.0,
+KW = dict(n_iter=20, batch_size=200, n_components=150, bandwidth=2.0,
           n_eigenvectors=20, subsample_size=500, random_state=0, engine={"dtype": "float64"})
 
 
@@ -53,8 +57,8 @@ def _out(est, X):
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_spread_fit_matches_in_process(client, data, task):
     Xz, X, y_clf, y_reg = data
-    Est, y = ((EigenProClassifier, y_clf) if task == "classification"
-              else (EigenProRegressor, y_reg))
+    Est, y = ((EigenProRFClassifier, y_clf) if task == "classification"
+              else (EigenProRFRegressor, y_reg))
     local = Est(**KW).fit(Xz, y)
     with use_client(client):
         spread = Est(**KW).fit(Xz, y)
@@ -72,9 +76,9 @@ def test_spread_fit_matches_in_process(client, data, task):
 def test_spread_fit_is_deterministic_and_warm_starts_like_one_fit(client, data):
     Xz, X, y, _ = data
     with use_client(client):
-        one = EigenProClassifier(**KW).fit(Xz, y)
-        again = EigenProClassifier(**KW).fit(Xz, y)
-        seg = EigenProClassifier(warm_start=True, **{**KW, "n_iter": 10})
+        one = EigenProRFClassifier(**KW).fit(Xz, y)
+        again = EigenProRFClassifier(**KW).fit(Xz, y)
+        seg = EigenProRFClassifier(warm_start=True, **{**KW, "n_iter": 10})
         seg.fit(Xz, y).fit(Xz, y)
     assert seg.n_iter_ == 20
     np.testing.assert_array_equal(_out(one, X), _out(again, X))
@@ -85,7 +89,7 @@ def test_spread_traffic(client, data):
     """Per step and worker: w out (D x C words), the partial Phi^T r back (D x C words)."""
     Xz, _, y, _ = data
     with use_client(client):
-        est = EigenProClassifier(**KW).fit(Xz, y)
+        est = EigenProRFClassifier(**KW).fit(Xz, y)
     s, T, W, Dc, C = est.spread_, est.n_iter_, 2, 150, 3
     assert s["round_trips"] == T
     assert s["bytes_sent"] == s["bytes_received"] == T * W * Dc * C * 8
@@ -96,9 +100,9 @@ def test_spread_fit_survives_a_lost_worker(data):
     step's call on the workers left (same batches, another split: the same model to rounding)."""
     Xz, X, y, _ = data
     kw = {**KW, "n_iter": 150}
-    local = EigenProClassifier(**kw).fit(Xz, y)
+    local = EigenProRFClassifier(**kw).fit(Xz, y)
     c = client_for(None, n_workers=3, processes=True)
-    est, caught, errors = EigenProClassifier(**kw), [], []
+    est, caught, errors = EigenProRFClassifier(**kw), [], []
 
     def fit():
         with warnings.catch_warnings(record=True) as w:
@@ -135,8 +139,8 @@ def test_spread_fit_survives_a_lost_worker(data):
 def test_in_memory_data_and_kernel_method_train_in_process(client, data):
     _, X, y, _ = data
     with use_client(client):
-        est = EigenProClassifier(**KW).fit(X, y)
-        kern = EigenProClassifier(**{**KW, "solver": "kernel", "n_components": "auto"}).fit(
+        est = EigenProRFClassifier(**KW).fit(X, y)
+        kern = EigenProClassifier(**{k: v for k, v in KW.items() if k != "n_components"}).fit(
             X[:600], y[:600])
     assert not hasattr(est, "spread_") and not hasattr(kern, "spread_")
 
@@ -156,7 +160,7 @@ def test_a_worker_that_cannot_read_the_data_is_a_one_line_error(client, tmp_path
     client.run(os.chdir, str(tmp_path / "theirs"))
     try:
         with use_client(client), pytest.raises(OSError) as e:
-            EigenProClassifier(**KW).fit(Xz, y)
+            EigenProRFClassifier(**KW).fit(Xz, y)
     finally:
         for addr, cwd in before.items():
             client.run(os.chdir, cwd, workers=[addr])

@@ -13,7 +13,8 @@ __version__ = "0.1.0"
 _ESTIMATORS = {
     "kernelscale.estimators.dsg": ("DSGClassifier", "DSGRegressor", "DSGOneClass"),
     "kernelscale.estimators.random_binning": ("RBClassifier", "RBRegressor"),
-    "kernelscale.estimators.eigenpro": ("EigenProClassifier", "EigenProRegressor"),
+    "kernelscale.estimators.eigenpro": ("EigenProClassifier", "EigenProRegressor",
+                                        "EigenProRFClassifier", "EigenProRFRegressor"),
     "kernelscale.estimators.rff_sgd": ("RFFSGDClassifier", "RFFSGDRegressor"),
     "kernelscale.estimators.nystrom": ("NystromRidgeClassifier", "NystromRidgeRegressor"),
     "kernelscale.estimators.exact": ("ExactKRRClassifier", "ExactKRRRegressor",

@@ -18,8 +18,9 @@ from kernelscale.backend import DeviceError
 from kernelscale.estimators import (
     DSGClassifier,
     DSGRegressor,
-    EigenProClassifier,
     EigenProRegressor,
+    EigenProRFClassifier,
+    EigenProRFRegressor,
     ExactKRRClassifier,
     ExactKRRRegressor,
     ExactSVMClassifier,
@@ -36,7 +37,7 @@ from kernelscale.estimators import (
 
 DSG = dict(n_iter=30, batch_size=100, block_size=64, bandwidth=2.0)
 EP = dict(n_eigenvectors=20, subsample_size=300, n_components=300, batch_size=64, n_iter="2 epochs")
-EP_KERNEL = {k: v for k, v in EP.items() if k != "n_components"}  # solver="kernel" refuses it
+EP_KERNEL = {k: v for k, v in EP.items() if k != "n_components"}  # random features only
 
 # (id, factory(**device/dtype/seed), task); every estimator with a GPU path is here
 CASES = [
@@ -46,9 +47,9 @@ CASES = [
     ("dsg-eigenpro", lambda **k: DSGRegressor(precondition="eigenpro", **DSG, **k), "reg"),
     ("dsg-clf-newton", lambda **k: DSGClassifier(**DSG, **k), "clf3"),
     ("udsg-clf-hinge", lambda **k: DSGClassifier(solver="udsg", loss="hinge", **DSG, **k), "clf"),
-    ("eigenpro-kernel", lambda **k: EigenProRegressor(solver="kernel", **EP_KERNEL, **k), "reg"),
-    ("eigenpro-rff", lambda **k: EigenProRegressor(solver="rff", **EP, **k), "reg"),
-    ("eigenpro-rff-clf", lambda **k: EigenProClassifier(solver="rff", **EP, **k), "clf3"),
+    ("eigenpro-kernel", lambda **k: EigenProRegressor(**EP_KERNEL, **k), "reg"),
+    ("eigenpro-rff", lambda **k: EigenProRFRegressor(**EP, **k), "reg"),
+    ("eigenpro-rff-clf", lambda **k: EigenProRFClassifier(**EP, **k), "clf3"),
     ("rb-cg", lambda **k: RBRegressor(n_components=32, tol=1e-10, **_no_dtype(k)), "reg"),
     ("rb-cg-clf", lambda **k: RBClassifier(n_components=32, tol=1e-10, **_no_dtype(k)), "clf"),
     ("rff-sgd", lambda **k: RFFSGDRegressor(n_components=100, n_iter="3 epochs", **k), "reg"),
@@ -143,7 +144,7 @@ def test_cupy_input_is_accepted(cp):
     X, y = classification(n_classes=3)
     for make in (lambda: DSGClassifier(**DSG, engine={"device": "gpu"}, random_state=0),
                  lambda: RBClassifier(n_components=32, engine={"device": "gpu"}, random_state=0),
-                 lambda: EigenProClassifier(solver="rff", **EP, engine={"device": "gpu"}, random_state=0)):
+                 lambda: EigenProRFClassifier(**EP, engine={"device": "gpu"}, random_state=0)):
         a = make().fit(cp.asarray(X), y)
         b = make().fit(X, y)
         assert (a.predict(cp.asarray(X)) == b.predict(X)).mean() > 0.99

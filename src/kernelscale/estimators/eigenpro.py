@@ -1,16 +1,14 @@
-"""EigenPro estimators: ``EigenProRegressor`` and ``EigenProClassifier``, the square loss by the
-EigenPro iteration of Ma, Belkin, "Diving into the Shallows: a Computational Perspective on
-Large-Scale Shallow Learning", NIPS 2017; multi-class by one-hot targets, prediction by argmax.
+"""EigenPro estimators, the square loss by the EigenPro iteration of Ma, Belkin, "Diving into
+the Shallows: a Computational Perspective on Large-Scale Shallow Learning", NIPS 2017; multi-class
+by one-hot targets, prediction by argmax.
 
-``solver="kernel"``: f = sum_i alpha_i k(x_i, .) over the n training points (the model holds them,
-so X is loaded onto the device once); ``solver="rff"``: a linear model on ``n_components`` random
-Fourier features, trained from mini-batches of a ``BatchStream`` so X may stay on disk (zarr, dask).
-Batch size and step size default to the paper's section 4 choice (``solvers.preconditioners``).
-With ``warm_start=True`` each ``fit`` continues for another ``n_iter`` iterations on the same
-seeded batch sequence: segments give the model of one long run. ``solver="rff"`` with an
-on-disk X fitted inside ``kernelscale.spread.use_client`` spreads each batch's rows over the dask
-workers (``kernelscale.spread``; the preconditioner's subsample stays a set-up step
-on the client).
+``EigenProRegressor`` / ``EigenProClassifier``: f = sum_i alpha_i k(x_i, .) over the n training
+points (the model holds them, so X is loaded onto the device once). ``EigenProRFRegressor`` /
+``EigenProRFClassifier``: a linear model on ``n_components`` random Fourier features, trained
+from mini-batches of a ``BatchStream`` so X may stay on disk (zarr, dask) or be spread over dask
+workers (``kernelscale.spread``). Batch size and step size default to the paper's section 4
+choice (``solvers.preconditioners``). With ``warm_start=True`` each ``fit`` continues for another
+``n_iter`` iterations on the same seeded batch sequence: segments give the model of one long run.
 """
 
 from __future__ import annotations
@@ -28,17 +26,12 @@ from ._kernel_common import IterativeMixin, KernelEstimatorBase, n_features_rule
 from ._params import BOOL, ITERS, Int, OneOf, Real, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
-SOLVERS = ("kernel", "rff")
-DEFAULT_TAU = {"kernel": 1.0, "rff": 0.25}  # Ma & Belkin 2017, section 6
 AUTO_MIN_FEATURES = 2000  # n_components="auto": at least this many features
 
 
 # the parameters and attributes of both EigenPro estimators, written once (``_docs.fill_doc``)
 _EIGENPRO_DOCS = {
-    "parameters": """\
-solver : {"kernel", "rff"}, default="kernel"
-    "kernel": EigenPro in the RKHS over the training points; "rff": EigenPro on random Fourier
-    features.
+    "eigenpro_head": """\
 %(kernel)s
 %(bandwidth)s
     EigenPro has no ``reg``: it solves the interpolation problem (nu -> 0) and, like the
@@ -49,10 +42,8 @@ n_eigenvectors : int >= 0, default=160
     preconditioner (plain SGD). Fitted: ``n_eigenvectors_``.
 subsample_size : int >= 1, default=4800
     M, rows whose eigensystem estimates the preconditioner (the paper's 4800), at most n.
-    Fitted: ``subsample_size_``.
-tau : "auto" or float in (0, 1], default="auto"
-    Damping of the preconditioner; "auto": 1 for "kernel", 1/4 for "rff" (section 6). Only with
-    ``n_eigenvectors >= 1``.
+    Fitted: ``subsample_size_``.""",
+    "eigenpro_steps": """\
 batch_size : "auto" or int >= 1, default="auto"
     m, at most n. "auto": min(max(m*, 256), n, memory cap), m* = beta / lambda_{k+1} (section 4;
     256 is the paper's m in section 6), evened out over the epoch
@@ -61,23 +52,40 @@ batch_size : "auto" or int >= 1, default="auto"
 eta : "auto" or float > 0, default="auto"
     Step size; "auto": m / (beta + (m - 1) lambda_{k+1}) (section 4). Fitted: ``eta_``.
 %(n_iter)s
-    "auto": 10 epochs, 10 ceil(n / m) iterations.
-n_components : "auto" or int >= 1, default="auto"
-    D, random features (``solver="rff"`` only). "auto": max(2000, ceil(sqrt(n) ln n)), the count
-    with which random-feature ridge keeps the exact kernel's learning rate (Rudi & Rosasco,
-    NIPS 2017). Fitted: ``n_components_``.
+    "auto": 10 epochs, 10 ceil(n / m) iterations.""",
+    "eigenpro_tail": """\
 eig_method : {"auto", "eigh", "randomized"}, default="auto"
     The subsample's top-k eigensystem: dense ("eigh") or randomized; "auto": "eigh" for
-    M <= 3000 (``solvers.preconditioners``).
-average : bool, default=True
-    Predict with the mean of the last half to three quarters of the iterates (tail averaging;
-    Bach & Moulines 2013, Jain et al. 2018) instead of the last iterate (``solver="rff"``
-    only). Fitted: ``solver_.n_averaged``.
+    M <= 3000 (``solvers.preconditioners``).""",
+    "parameters_kernel": """\
+%(eigenpro_head)s
+tau : "auto" or float in (0, 1], default="auto"
+    Damping of the preconditioner; "auto": 1 (section 6). Only with ``n_eigenvectors >= 1``.
+%(eigenpro_steps)s
+%(eigenpro_tail)s
 %(warm_start)s
 %(random_state)s
 %(engine)s
-    With ``solver="rff"`` and on-disk X also ``window_rows`` / ``memory_budget`` (the feature
-    matrix is m x D).
+%(verbose)s""",
+    "parameters_rf": """\
+%(eigenpro_head)s
+tau : "auto" or float in (0, 1], default="auto"
+    Damping of the preconditioner; "auto": 1/4 for random features (section 6). Only with
+    ``n_eigenvectors >= 1``.
+%(eigenpro_steps)s
+n_components : "auto" or int >= 1, default="auto"
+    D, random features. "auto": max(2000, ceil(sqrt(n) ln n)), the count with which
+    random-feature ridge keeps the exact kernel's learning rate (Rudi & Rosasco, NIPS 2017).
+    Fitted: ``n_components_``.
+%(eigenpro_tail)s
+average : bool, default=True
+    Predict with the mean of the last half to three quarters of the iterates (tail averaging;
+    Bach & Moulines 2013, Jain et al. 2018) instead of the last iterate. Fitted:
+    ``solver_.n_averaged``.
+%(warm_start)s
+%(random_state)s
+%(engine)s
+    With on-disk X also ``window_rows`` / ``memory_budget`` (the feature matrix is m x D).
 %(verbose)s""",
     "attributes": """\
 solver_ : solvers.eigenpro.KernelEigenPro or RFFEigenPro
@@ -98,8 +106,6 @@ n_iter_ : int
     Iterations so far.
 n_epochs_ : float
     Passes so far.
-n_components_ : int or None
-    D used with ``solver="rff"``; None with "kernel".
 history_ : dict
     Per-iteration records: iter, time, objective (batch MSE).
 bandwidth_ : float
@@ -107,50 +113,32 @@ bandwidth_ : float
 %(n_features_in_)s""",
     "X_fit": """\
 X : array-like of shape (n_samples, n_features)
-    Training data (for ``solver="rff"`` also an on-disk zarr / dask array).""",
+    Training data (for the random-feature estimators also an on-disk zarr / dask array).""",
 }
 
 
+_COMMON_RULES = {"n_eigenvectors": Int(0), "subsample_size": Int(1),
+                 "batch_size": Int(1, "auto"), "eta": Real(0, "auto", strict=True),
+                 "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
+                 "eig_method": OneOf("auto", "eigh", "randomized")}
+
+
 class _EigenProBase(IterativeMixin, KernelEstimatorBase):
-    """Implementation shared by the EigenPro estimators (parameters: see ``EigenProRegressor``)."""
+    """What the EigenPro estimators share: set-up of the preconditioned solver, the fit."""
 
     _auto_epochs = 10  # n_iter="auto": epochs per fit
     _coding = None
-
-    def __init__(self, solver="kernel", kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
-                 subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_iter="auto",
-                 n_components="auto", eig_method="auto", average=True, warm_start=False,
-                 random_state=None, engine=None, verbose=0):
-        store_params(self, locals())
-
-    _rules = {"solver": OneOf(*SOLVERS), "n_eigenvectors": Int(0), "subsample_size": Int(1),
-              "batch_size": Int(1, "auto"), "eta": Real(0, "auto", strict=True),
-              "tau": Real(0, "auto", strict=True, high=1.0), "n_iter": ITERS,
-              "n_components": Int(1, "auto"), "eig_method": OneOf("auto", "eigh", "randomized"),
-              "average": BOOL}
-    _rff_only = ("with solver='rff'", ("solver",), lambda p: p["solver"] == "rff")
-    _used_only = {"n_components": _rff_only, "average": _rff_only,
-                  "tau": ("with n_eigenvectors >= 1, to damp the preconditioner",
+    _used_only = {"tau": ("with n_eigenvectors >= 1, to damp the preconditioner",
                           ("n_eigenvectors",), lambda p: p["n_eigenvectors"] != 0)}
 
     def _setup(self, X, Y):
         self._validate_params()
         xp, dtype = self._setup_common(X, Y)
-        tau = DEFAULT_TAU[self.solver] if self.tau == "auto" else float(self.tau)
+        tau = self._default_tau if self.tau == "auto" else float(self.tau)
         common = dict(n_eigenvectors=int(self.n_eigenvectors), tau=tau,
                       subsample_size=int(self.subsample_size), batch_size=self.batch_size,
                       eta=self.eta, seed=self.seed_, xp=xp, eig_method=self.eig_method)
-        self.n_components_ = None
-        if self.solver == "kernel":
-            Xd = load_rows(X, xp, dtype)
-            self.solver_ = KernelEigenPro(self.kernel_, Xd, xp.asarray(Y, dtype=dtype), **common)
-        else:
-            self.n_components_ = n_features_rule(int(X.shape[0]), self.n_components,
-                                                 floor=AUTO_MIN_FEATURES)
-            blocks = FourierBlocks(self.kernel_, self.n_features_in_, self.n_components_,
-                                   self.seed_, xp=xp, dtype=dtype)
-            self.solver_ = RFFEigenPro(blocks, X, Y.shape[1], average=bool(self.average),
-                                       **common)
+        self.solver_ = self._solver(X, Y, xp, dtype, common)
         p = self.solver_.precond
         self.batch_size_, self.eta_ = self.solver_.batch_size, self.solver_.eta
         self.subsample_size_ = min(int(self.subsample_size), int(X.shape[0]))  # as sampled
@@ -164,38 +152,83 @@ class _EigenProBase(IterativeMixin, KernelEstimatorBase):
             self._setup(X, Y)
         self._xp()
         solver, dtype, n = self.solver_, np.dtype(self.dtype_), int(X.shape[0])
-        spread = None
-        if self.solver == "kernel":
-            # the stream's "targets" are row indices: the step updates alpha on them
-            rows = Rows(solver.X, np.arange(n), solver.batch_size, self.seed_, dtype, own=True)
-        else:
-            rows = Rows(X, Y, solver.batch_size, self.seed_, dtype, encode=as_targets(dtype))
-
-            def spread(stream_kw, **_):
-                return rows_for(X, lambda client: SpreadRFF(client, X, Y, stream_kw, solver,
-                                                             residual=True))
-
+        rows, spread = self._rows(X, Y, dtype)
         self._train(rows, "EigenPro", "set a smaller eta (or tau < 1)", spread=spread)
         self.n_epochs_ = solver.t / -(-n // max(1, min(solver.batch_size, n)))
         return self
 
 
+class _KernelEigenPro(_EigenProBase):
+    _default_tau = 1.0  # Ma & Belkin 2017, section 6
+    _rules = _COMMON_RULES
+
+    def __init__(self, kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
+                 subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_iter="auto",
+                 eig_method="auto", warm_start=False, random_state=None, engine=None, verbose=0):
+        store_params(self, locals())
+
+    def _solver(self, X, Y, xp, dtype, common):
+        return KernelEigenPro(self.kernel_, load_rows(X, xp, dtype), xp.asarray(Y, dtype=dtype),
+                              **common)
+
+    def _rows(self, X, Y, dtype):
+        # the stream's "targets" are row indices: the step updates alpha on them
+        n = int(X.shape[0])
+        return Rows(self.solver_.X, np.arange(n), self.solver_.batch_size, self.seed_, dtype,
+                    own=True), None
+
+
+class _RFEigenPro(_EigenProBase):
+    _default_tau = 0.25  # Ma & Belkin 2017, section 6
+    _rules = {**_COMMON_RULES, "n_components": Int(1, "auto"), "average": BOOL}
+    # without eigenvectors no eigensystem of the features is computed
+    _used_only = {**_EigenProBase._used_only,
+                  "eig_method": ("with n_eigenvectors >= 1", ("n_eigenvectors",),
+                                 lambda p: p["n_eigenvectors"] != 0)}
+
+    def __init__(self, kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
+                 subsample_size=4800, tau="auto", batch_size="auto", eta="auto", n_iter="auto",
+                 n_components="auto", eig_method="auto", average=True, warm_start=False,
+                 random_state=None, engine=None, verbose=0):
+        store_params(self, locals())
+
+    def _solver(self, X, Y, xp, dtype, common):
+        self.n_components_ = n_features_rule(int(X.shape[0]), self.n_components,
+                                             floor=AUTO_MIN_FEATURES)
+        blocks = FourierBlocks(self.kernel_, self.n_features_in_, self.n_components_,
+                               self.seed_, xp=xp, dtype=dtype)
+        return RFFEigenPro(blocks, X, Y.shape[1], average=bool(self.average), **common)
+
+    def _rows(self, X, Y, dtype):
+        solver = self.solver_
+
+        def spread(stream_kw, **_):
+            return rows_for(X, lambda client: SpreadRFF(client, X, Y, stream_kw, solver,
+                                                         residual=True))
+
+        return Rows(X, Y, solver.batch_size, self.seed_, dtype, encode=as_targets(dtype)), spread
+
+
+_REGRESSOR = """\
+%(regressor_doc)s
+>>> from kernelscale.estimators.eigenpro import %(name)s
+>>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
+>>> model = %(name)s(n_iter=8, subsample_size=100, n_eigenvectors=10,
+...                 random_state=0).fit(X, y / y.std())
+>>> model.predict(X[:3]).shape
+(3,)"""
+_CLASSIFIER = """\
+%(classifier_doc)s
+>>> from kernelscale.estimators.eigenpro import %(name)s
+>>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+>>> clf = %(name)s(n_iter=8, subsample_size=100, n_eigenvectors=10,
+...                random_state=0).fit(X, y)
+>>> bool(clf.score(X, y) > 0.7)
+True"""
+
+
 @fill_doc(**_EIGENPRO_DOCS)
-class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
-    """EigenPro least-squares regression; multi-output y allowed.
-
-    Mini-batch SGD on the square loss whose top-k eigendirections are flattened by a
-    preconditioner estimated on a subsample, so that a much larger step is stable.
-
-    %(regressor_doc)s
-    >>> from kernelscale.estimators.eigenpro import EigenProRegressor
-    >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
-    >>> model = EigenProRegressor(n_iter=8, subsample_size=100, n_eigenvectors=10,
-    ...                           random_state=0).fit(X, y / y.std())
-    >>> model.predict(X[:3]).shape
-    (3,)
-    """
-
+class _Regressor(RegressorTargets, RegressorMixin, _EigenProBase):
     def fit(self, X, y):
         """Fit the model on (X, y) (continued with ``warm_start``).
 
@@ -205,18 +238,7 @@ class EigenProRegressor(RegressorTargets, RegressorMixin, _EigenProBase):
 
 
 @fill_doc(**_EIGENPRO_DOCS)
-class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
-    """EigenPro classification: least squares on one-hot targets, predict by argmax.
-
-    %(classifier_doc)s
-    >>> from kernelscale.estimators.eigenpro import EigenProClassifier
-    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
-    >>> clf = EigenProClassifier(n_iter=8, subsample_size=100, n_eigenvectors=10,
-    ...                          random_state=0).fit(X, y)
-    >>> bool(clf.score(X, y) > 0.7)
-    True
-    """
-
+class _Classifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
     _coding = "onehot"
 
     def fit(self, X, y):
@@ -227,4 +249,46 @@ class EigenProClassifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
         return self._fit(X, y)
 
 
-__all__ = ["EigenProClassifier", "EigenProRegressor"]
+@fill_doc(**_EIGENPRO_DOCS, parameters="%(parameters_kernel)s", example=_REGRESSOR,
+          name="EigenProRegressor")
+class EigenProRegressor(_Regressor, _KernelEigenPro):
+    """EigenPro least-squares regression over the training points; multi-output y allowed.
+
+    Mini-batch SGD on the square loss whose top-k eigendirections are flattened by a
+    preconditioner estimated on a subsample, so that a much larger step is stable.
+
+    %(example)s
+    """
+
+
+@fill_doc(**_EIGENPRO_DOCS, parameters="%(parameters_kernel)s", example=_CLASSIFIER,
+          name="EigenProClassifier")
+class EigenProClassifier(_Classifier, _KernelEigenPro):
+    """EigenPro classification over the training points: least squares on one-hot targets,
+    predict by argmax.
+
+    %(example)s
+    """
+
+
+@fill_doc(**_EIGENPRO_DOCS, parameters="%(parameters_rf)s", example=_REGRESSOR,
+          name="EigenProRFRegressor")
+class EigenProRFRegressor(_Regressor, _RFEigenPro):
+    """EigenPro least-squares regression on random Fourier features; multi-output y allowed.
+
+    %(example)s
+    """
+
+
+@fill_doc(**_EIGENPRO_DOCS, parameters="%(parameters_rf)s", example=_CLASSIFIER,
+          name="EigenProRFClassifier")
+class EigenProRFClassifier(_Classifier, _RFEigenPro):
+    """EigenPro classification on random Fourier features: least squares on one-hot targets,
+    predict by argmax.
+
+    %(example)s
+    """
+
+
+__all__ = ["EigenProClassifier", "EigenProRFClassifier", "EigenProRFRegressor",
+           "EigenProRegressor"]

@@ -25,6 +25,10 @@ _EIGENPRO = {
     "classification": "kernelscale.estimators.eigenpro:EigenProClassifier",
     "regression": "kernelscale.estimators.eigenpro:EigenProRegressor",
 }
+_EIGENPRO_RF = {
+    "classification": "kernelscale.estimators.eigenpro:EigenProRFClassifier",
+    "regression": "kernelscale.estimators.eigenpro:EigenProRFRegressor",
+}
 _RB = {
     "classification": "kernelscale.estimators.random_binning:RBClassifier",
     "regression": "kernelscale.estimators.random_binning:RBRegressor",
@@ -48,7 +52,7 @@ ALGORITHMS: dict[str, dict[str, str]] = {
     "cdsg": _DSG,
     # EigenPro and its unpreconditioned loop (plain kernel SGD)
     "eigenpro": _EIGENPRO,
-    "eigenpro_rf": _EIGENPRO,
+    "eigenpro_rf": _EIGENPRO_RF,
     "kernel_sgd": _EIGENPRO,
     # Random Binning features with conjugate gradients / parallel coordinate descent
     "rb_cg": _RB,
@@ -85,9 +89,7 @@ PRESETS: dict[str, dict] = {
     "dsg": {"solver": "dsg"},
     "udsg": {"solver": "udsg"},
     "cdsg": {"solver": "cdsg"},
-    "eigenpro": {"solver": "kernel"},
-    "eigenpro_rf": {"solver": "rff"},
-    "kernel_sgd": {"solver": "kernel", "n_eigenvectors": 0},
+    "kernel_sgd": {"n_eigenvectors": 0},
     # RB-CD's l1_reg is the per-sample L1 lambda of its own objective (the held-out selection
     # behind "auto" picks a ridge), so it keeps a fixed value of that scale
     "rb_cg": {"solver": "cg"},
