@@ -424,15 +424,18 @@ def test_udsg_auto_iterations_cost_what_dsgs_do():
 
 
 def test_auto_schedule_follows_the_step():
-    """t0="auto": one epoch with the EigenPro step (all three variants), 100 with the block
-    Newton step; CDSG's max_step_ratio="auto": 1 with the EigenPro step (a reused block is not
-    stepped past gamma_t, already the stability limit), None (up to eta0) otherwise."""
+    """t0="auto": with the EigenPro step (all three variants) one of DSG's four "auto" passes,
+    max(ceil(n / B), 32 / 4): one epoch from n = 8 B on; 100 with the block Newton step;
+    CDSG's max_step_ratio="auto": 1 with the EigenPro step (a reused block is not stepped past
+    gamma_t, already the stability limit), None (up to eta0) otherwise."""
     from kernelscale.solvers.dsg import DEFAULT_T0
 
     X, y = _regression(n=3000)
     for variant in ("dsg", "udsg", "cdsg"):
         m = DSGRegressor(solver=variant, n_iter=2, random_state=0).fit(X, y)
-        assert m.precondition_ == "eigenpro" and m.t0_ == 3.0  # ceil(3000 / 1024)
+        assert m.precondition_ == "eigenpro" and m.t0_ == 8.0  # ceil(3000 / 1024) = 3 < 8
+    m = DSGRegressor(n_iter=2, batch_size=256, random_state=0).fit(X, y)
+    assert m.precondition_ == "eigenpro" and m.t0_ == 12.0  # ceil(3000 / 256): one epoch
     assert DSGRegressor(solver="cdsg", n_iter=2, random_state=0).fit(X, y).max_step_ratio_ == 1.0
     c = DSGClassifier(solver="cdsg", n_iter=2, random_state=0).fit(X, y > 0)
     assert c.precondition_ is True and c.t0_ == DEFAULT_T0 and c.max_step_ratio_ is None

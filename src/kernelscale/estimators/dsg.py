@@ -72,8 +72,9 @@ step_schedule : {"inverse", "theory", "inverse_sqrt", "constant"}, default="inve
     gamma_t = eta0 / (1 + t / t0), eta0 / t (Dai et al. 2014, Alg. 1), eta0 / sqrt(1 + t / t0)
     or eta0 (``solvers.dsg.DSGConfig.step_size``).
 t0 : "auto" or float > 0, default="auto"
-    The offset of the "inverse" and "inverse_sqrt" schedules. "auto": one epoch, ceil(n / B)
-    iterations, with the "eigenpro" step; 100 otherwise. Fitted: ``t0_``.
+    The offset of the "inverse" and "inverse_sqrt" schedules. "auto": with the "eigenpro" step
+    one of the four passes of DSG's "auto" run, max(ceil(n / B), 32 / 4) iterations (one epoch
+    wherever the run's minimum of 32 iterations does not bind); 100 otherwise. Fitted: ``t0_``.
 n_new, n_reuse : int, default=1
     G >= 1 and U >= 0 of UDSG (``solver="udsg"`` only).
 precondition : "auto", "eigenpro" or bool, default="auto"

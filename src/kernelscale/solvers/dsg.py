@@ -191,7 +191,8 @@ def auto_settings(n: int, d: int, task: str, *, variant="dsg", block_size="auto"
     * ``n_iter``: ``auto_iterations(n, B, new_block_share(...))``;
     * ``precondition``: True (block Newton) for classification, "eigenpro" for regression at
       B >= ``EIGENPRO_MIN_BATCH`` and False below, False otherwise;
-    * ``t0``: one epoch, ceil(n / B), with the "eigenpro" step, else ``DEFAULT_T0``;
+    * ``t0``: with the "eigenpro" step one of DSG's ``AUTO_EPOCHS`` "auto" passes,
+      max(ceil(n / B), ``MIN_AUTO_ITERATIONS`` / ``AUTO_EPOCHS``), else ``DEFAULT_T0``;
     * ``max_step_ratio``: 1 with the "eigenpro" step, else None."""
     F, B = auto_sizes(n, d, block_size, batch_size)
     used = min(B, n)
@@ -206,7 +207,9 @@ def auto_settings(n: int, d: int, task: str, *, variant="dsg", block_size="auto"
     else:
         precondition = precondition if precondition == "eigenpro" else bool(precondition)
     if t0 == "auto":
-        t0 = float(per_epoch) if precondition == "eigenpro" else DEFAULT_T0
+        # one of the AUTO_EPOCHS passes of DSG's "auto" run (at least MIN_AUTO_ITERATIONS)
+        pass_steps = max(per_epoch, MIN_AUTO_ITERATIONS // AUTO_EPOCHS)
+        t0 = float(pass_steps) if precondition == "eigenpro" else DEFAULT_T0
     if max_step_ratio == "auto":
         max_step_ratio = 1.0 if precondition == "eigenpro" else None
     config = DSGConfig(variant=variant, block_size=F, reg=reg, eta0=eta0, schedule=schedule,
