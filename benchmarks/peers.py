@@ -419,7 +419,7 @@ def applies(method, task) -> bool:
 def race(args) -> list[dict]:
     rows, stem = [], Path(args.out) / f"peers-{args.tag}"
     methods = args.methods or list(KS + PEERS)
-    if "ks_nystrom" not in methods and any(m not in KS for m in methods):
+    if "ks_nystrom" not in methods and not args.ks_settings and any(m not in KS for m in methods):
         methods = ["ks_nystrom"] + methods  # its settings are the peers' "ks" row
     for name in args.data:
         task, data = load(name, args)
