@@ -10,7 +10,8 @@ Methods (``--methods``; a peer whose package is not importable is skipped and sa
 
 * kernelscale, every estimator at its registry defaults (``make_estimator(name, task,
   random_state=0)``): ``ks_nystrom`` (fitted first: its ``bandwidth_`` sigma, ``reg_`` nu and
-  ``n_components_`` m are "kernelscale's settings" below), ``ks_dsg``, ``ks_eigenpro_rf``,
+  ``n_components_`` m are "kernelscale's settings" below), ``ks_dsg``, ``ks_eigenpro`` (kernel
+  EigenPro over the training points), ``ks_eigenpro_rf``,
   ``ks_rb_cg``, ``ks_rff_sgd``. The iterative ones also give a curve: a second, warm-started fit
   in five segments of the default fit's iterations, the test error after each (kept only when its
   last iteration count equals the default fit's).
@@ -48,7 +49,7 @@ import realdata  # data preparation, forked child, peak RSS (a sibling module)
 
 REPO = realdata.REPO
 ALIASES = {"fashion-mnist": "dev_fashion_mnist", "kin40k": "dev_kin40k", "protein": "dev_protein"}
-KS = ("ks_nystrom", "ks_dsg", "ks_eigenpro_rf", "ks_rb_cg", "ks_rff_sgd")
+KS = ("ks_nystrom", "ks_dsg", "ks_eigenpro", "ks_eigenpro_rf", "ks_rb_cg", "ks_rff_sgd")
 PEERS = ("sk_svc", "sk_krr", "sk_nystroem", "sk_rbf_sgd", "falkon", "eigenpro2", "gpytorch_sgpr")
 NEEDS = {"falkon": "falkon", "eigenpro2": "eigenpro2", "gpytorch_sgpr": "gpytorch"}
 OWN = {
