@@ -19,7 +19,7 @@ FAST = {"DSG": dict(n_iter=20, batch_size=64, block_size=32), "EigenPro": dict(n
         "RFFSGD": dict(n_iter=40, n_components=100), "Nystrom": dict(n_components=50)}
 # a bandwidth far from the data's scale (standardized rows: median distance ~ 2.7): random
 # features of a tiny bandwidth are noise rather than constant, so those families get a huge one
-EXTREME = {"DSG": 1e4, "RFFSGD": 1e4}
+EXTREME = {"DSG": 1e4, "RFFSGD": 1e4, "EigenProRF": 1e4}
 
 
 def _fast(cls):

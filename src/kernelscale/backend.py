@@ -10,6 +10,7 @@ import functools
 from types import ModuleType
 
 import numpy as np
+import scipy.sparse
 
 DEVICES = ("auto", "cpu", "gpu")
 
@@ -84,17 +85,31 @@ def array_namespace(*arrays) -> ModuleType:
     return np
 
 
+def is_sparse(x) -> bool:
+    """Whether ``x`` is a scipy.sparse matrix or array."""
+    return scipy.sparse.issparse(x)
+
+
 def asarray(x, xp: ModuleType, dtype=None):
-    """Move ``x`` (numpy, cupy, or anything numpy can read) to namespace ``xp``."""
+    """Move ``x`` (numpy, cupy, or anything numpy can read) to namespace ``xp``. A scipy.sparse
+    ``x`` stays sparse (in ``dtype``) and on the host: a one-line ``DeviceError`` for cupy."""
+    if is_sparse(x):
+        if xp is not np:
+            raise DeviceError("sparse X is handled on the CPU only: pass a dense array to "
+                              "compute on the GPU, or use engine={'device': 'cpu'}")
+        return x if dtype is None or x.dtype == np.dtype(dtype) else x.astype(dtype)
     if xp is np:
         return np.asarray(to_numpy(x), dtype=dtype)
     return xp.asarray(x, dtype=dtype)
 
 
 def to_numpy(x) -> np.ndarray:
-    """Host copy of a numpy or cupy array (numpy arrays pass through untouched)."""
+    """Host copy of a numpy or cupy array (numpy arrays and scipy.sparse matrices pass through
+    untouched)."""
     if type(x).__module__.split(".")[0] == "cupy":
         return x.get()
+    if is_sparse(x):
+        return x
     return np.asarray(x)
 
 

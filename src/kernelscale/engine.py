@@ -15,7 +15,9 @@ Options (each estimator uses the ones that concern it and ignores the rest):
 
 device : {"auto", "cpu", "gpu"}, default "auto"
     "auto": the GPU when cupy finds one, else the CPU. "gpu" without one is a one-line
-    ``backend.DeviceError``. A model fitted on the GPU predicts on a CPU-only host.
+    ``backend.DeviceError``. A model fitted on the GPU predicts on a CPU-only host. scipy.sparse
+    X is computed on the CPU: "auto" is then the CPU (recorded in ``engine_``), "gpu" a one-line
+    ``DeviceError``.
 dtype : {"auto", "float64", "float32"}, default "auto"
     Precision of features, kernel blocks and coefficients. "auto": float32 for the DSG family,
     float64 for every other estimator.

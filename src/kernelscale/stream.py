@@ -24,7 +24,7 @@ from types import ModuleType
 
 import numpy as np
 
-from .backend import asarray, to_numpy
+from .backend import asarray, is_sparse, to_numpy
 from .rng import BATCH_PIECES, BATCH_ROWS, block_generator, keyed_permutation
 
 PIECES_PER_WINDOW = 32  # a window holds pieces of this many parts of the data (strata)
@@ -32,9 +32,10 @@ _PERMUTATION_ROUNDS = 6  # Feistel rounds of rng.keyed_permutation
 
 
 def is_in_memory(X) -> bool:
-    """numpy (not memmap) or cupy arrays: random access is free."""
+    """numpy (not memmap), cupy or scipy.sparse arrays: random access is free."""
     mod = type(X).__module__.split(".")[0]
-    return (isinstance(X, np.ndarray) and not isinstance(X, np.memmap)) or mod == "cupy"
+    return (isinstance(X, np.ndarray) and not isinstance(X, np.memmap)) or mod == "cupy" \
+        or is_sparse(X)
 
 
 def is_dask(A) -> bool:
@@ -93,7 +94,9 @@ def _compute(block):
 
 def read_rows(A, lo: int, hi: int) -> np.ndarray:
     """Rows lo..hi-1 of any row-sliceable array as a numpy/cupy array (dask arrays computed in
-    this thread)."""
+    this thread); scipy.sparse rows stay sparse (all rows of one: the matrix itself)."""
+    if is_sparse(A):
+        return A if lo == 0 and hi >= A.shape[0] else A[lo:hi]
     block = A[lo:hi]
     if hasattr(block, "compute"):
         block = _compute(block)
@@ -193,6 +196,12 @@ _CHECK_ROWS = 8192  # rows per NaN test: bounds its mask to 8192 x d bytes whate
 
 def check_finite_rows(block, lo: int, name: str = "X") -> None:
     """One-line error naming the first bad row when a block holds NaN or infinity."""
+    if is_sparse(block):  # CSR rows: the stored values
+        bad = np.flatnonzero(~np.isfinite(block.data))
+        if bad.size:
+            row = int(np.searchsorted(block.indptr, bad[0], side="right")) - 1 + lo
+            raise ValueError(f"{name} contains NaN or infinity (first at row {row})")
+        return
     xp = np if isinstance(block, np.ndarray) else __import__("cupy")
     # pieces bound the host mask; on a GPU one pass (each piece's test would be a device sync)
     step = _CHECK_ROWS if xp is np else max(1, block.shape[0])
@@ -210,7 +219,8 @@ class BatchStream:
 
     Parameters
     ----------
-    X, y : row arrays of equal length (numpy, cupy, zarr, dask, h5py, memmap); y may be None.
+    X, y : row arrays of equal length (numpy, cupy, zarr, dask, h5py, memmap; X also a
+        scipy.sparse CSR matrix held in memory, whose batches are CSR rows); y may be None.
     batch_size : rows per batch (the last batch of a window may be shorter).
     seed : stream seed.
     window_rows : rows per window; default all rows for in-memory data (a global shuffle) and
@@ -405,7 +415,9 @@ class BatchStream:
             Xb = Xw[self.xp.asarray(rows)] if self.xp is not np else Xw[rows]
         else:
             Xb = Xw[rows]
-        Xb = self.xp.asarray(Xb, dtype=self.dtype)
+        # scipy.sparse rows stay sparse (CSR, in the stream's dtype), on the host
+        Xb = asarray(Xb, self.xp, self.dtype) if is_sparse(Xb) else \
+            self.xp.asarray(Xb, dtype=self.dtype)
         yb = None
         if yw is not None:
             yb = yw[rows] if isinstance(yw, np.ndarray) else yw[self.xp.asarray(rows)]
@@ -424,9 +436,14 @@ class BatchStream:
 
 
 def _concat(parts: list):
-    """Row blocks joined (numpy or cupy, as they come); one block is returned as it is."""
+    """Row blocks joined (numpy, cupy or scipy.sparse CSR, as they come); one block is returned
+    as it is."""
     if len(parts) == 1:
         return parts[0]
+    if is_sparse(parts[0]):
+        import scipy.sparse
+
+        return scipy.sparse.vstack(parts, format="csr")
     if type(parts[0]).__module__.split(".")[0] == "cupy":
         import cupy
 
@@ -435,8 +452,11 @@ def _concat(parts: list):
 
 
 def take_rows(X, idx: np.ndarray):
-    """Rows ``idx`` (sorted ints) of numpy, cupy, zarr, dask or h5py arrays; numpy or cupy out."""
+    """Rows ``idx`` (sorted ints) of numpy, cupy, zarr, dask or h5py arrays; numpy or cupy out
+    (scipy.sparse X: its rows, sparse)."""
     idx = np.asarray(idx, dtype=np.int64)
+    if is_sparse(X):
+        return X[idx]
     X = unwrap_dask(X)
     _one_io_thread(X)
     mod = type(X).__module__.split(".")[0]
@@ -474,13 +494,15 @@ def take_rows(X, idx: np.ndarray):
 
 
 def predict_rows(X, fn, xp: ModuleType, dtype, chunk_rows: int = 4096) -> np.ndarray:
-    """Apply ``fn`` (device rows -> device outputs) over row chunks of X; numpy float64 out."""
+    """Apply ``fn`` (device rows -> device outputs) over row chunks of X; numpy float64 out
+    (scipy.sparse X: ``fn`` gets its rows sparse)."""
     parts = [to_numpy(fn(asarray(block, xp, dtype))) for _, block in iter_row_chunks(X, chunk_rows)]
     return np.concatenate(parts).astype(np.float64, copy=False)
 
 
 def iter_row_chunks(X, chunk_rows: int):
-    """Yield (lo, block) over X in row chunks (numpy/cupy views or rows read from disk)."""
+    """Yield (lo, block) over X in row chunks (numpy/cupy views, scipy.sparse rows or rows read
+    from disk)."""
     n = int(X.shape[0])
     X = unwrap_dask(X)
     _one_io_thread(X)

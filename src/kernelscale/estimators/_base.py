@@ -4,6 +4,12 @@ In-memory inputs (numpy, lists, pandas) go through scikit-learn's ``validate_dat
 messages and ``n_features_in_`` follow the library's conventions. Out-of-core inputs (zarr, dask,
 h5py, memmap) and cupy arrays are only checked for shape here; their values are checked for NaN/inf
 chunk by chunk as solvers read them (``kernelscale.stream``), so nothing is loaded whole.
+
+scipy.sparse X (any format; CSR is kept, the others are converted to CSR once) is accepted by
+every estimator that does not set ``_sparse_refusal`` (the one-line reason it cannot take it),
+and is computed on the CPU: an engine device "auto" means the CPU for it (``engine_`` records
+"cpu"), "gpu" is a one-line ``DeviceError``, as is predicting sparse X with a model held on a GPU.
+y is never sparse.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import scipy.sparse
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import validate_data
 
-from ..backend import check_dtype, namespace, predict_device, resolve_device
+from ..backend import DeviceError, check_dtype, namespace, predict_device, resolve_device
 from ..stream import check_finite_rows, chunk_rows_of, is_in_memory, iter_row_chunks
 
 
@@ -30,12 +36,45 @@ def is_lazy(X) -> bool:
         and not isinstance(X, (list, tuple)) and module not in ("pandas", "scipy")
 
 
-def reject_sparse(X):
-    """X itself, or a one-line error for scipy.sparse input (``is_lazy`` would otherwise accept
-    it; scikit-learn's own error is several lines)."""
-    if scipy.sparse.issparse(X):
-        raise TypeError("sparse input is not supported: pass a dense array (numpy, cupy, zarr, dask)")
+def reject_sparse(est, X):
+    """X itself, or for scipy.sparse X where ``est`` sets ``_sparse_refusal`` a one-line
+    TypeError giving that reason (scikit-learn's own error is several lines)."""
+    reason = getattr(est, "_sparse_refusal", None)
+    if reason and scipy.sparse.issparse(X):
+        raise TypeError(f"{type(est).__name__} does not take sparse X: {reason}")
     return X
+
+
+def _sparse_device(est, fitting: bool) -> None:
+    """Sparse X runs on the CPU: a one-line DeviceError where this call would compute on a GPU
+    (a fresh fit with engine device "gpu"; a warm start or a prediction of a model on a GPU).
+    A fresh fit marks the estimator so that ``_resolve_engine`` takes "auto" as the CPU."""
+    fresh = fitting and getattr(est, "_fresh", lambda: True)()
+    if fresh:
+        from .. import engine as _engine
+
+        on_gpu = _engine.resolve(getattr(est, "engine", None)).device == "gpu"
+        where = "engine device 'gpu'"
+        est._sparse_X = True
+    else:
+        engine = getattr(est, "engine_", None)
+        device = "cpu" if engine is None else engine.device
+        on_gpu = (resolve_device if fitting else predict_device)(device) == "gpu"
+        where = "the GPU that holds this model"
+    if on_gpu:
+        raise DeviceError(f"{type(est).__name__}: sparse X is computed on the CPU only, not on "
+                          f"{where}: pass X.toarray() (dense), or fit with engine={{'device': "
+                          "'cpu'}}")
+
+
+def _sparse_checks(est, X, reset: bool, fitting: bool):
+    """``reject_sparse`` and ``_sparse_device`` for scipy.sparse X; a fresh fit of dense X
+    clears the CPU mark of an earlier sparse fit."""
+    if scipy.sparse.issparse(X):
+        reject_sparse(est, X)
+        _sparse_device(est, fitting)
+    elif reset and fitting:
+        est._sparse_X = False
 
 
 def _one_line(fn, *args, **kwargs):
@@ -71,8 +110,12 @@ def _check_warm_width(est, X):
                          f"{est.n_features_in_}")
 
 
-def check_X(est, X, *, reset: bool):
-    """Validate X for fit (reset=True) or predict; lazy and cupy arrays keep their type."""
+def check_X(est, X, *, reset: bool, fitting: bool | None = None):
+    """Validate X for fit (reset=True) or predict; lazy and cupy arrays keep their type, sparse
+    X comes back as CSR (module docstring). ``fitting``: whether X is trained on (default
+    ``reset``; a ``partial_fit`` after the first trains without resetting)."""
+    fitting = reset if fitting is None else fitting
+    _sparse_checks(est, X, reset, fitting)
     if reset:
         _check_warm_width(est, X)
     if is_cupy(X):
@@ -82,7 +125,14 @@ def check_X(est, X, *, reset: bool):
     if is_lazy(X):
         _check_shape(est, X, reset)
         return X
-    return _one_line(validate_data, est, X, reset=reset, dtype=[np.float64, np.float32])
+    return _one_line(validate_data, est, X, reset=reset, dtype=[np.float64, np.float32],
+                     accept_sparse="csr")
+
+
+def _reject_sparse_y(y) -> None:
+    if scipy.sparse.issparse(y):
+        raise TypeError("y is a sparse matrix: pass the targets / labels as a dense array "
+                        "(only X may be sparse)")
 
 
 def check_X_y(est, X, y, *, regression: bool, lazy_labels: bool = False):
@@ -90,6 +140,8 @@ def check_X_y(est, X, y, *, regression: bool, lazy_labels: bool = False):
 
     ``lazy_labels``: class labels on disk (zarr, dask, h5py) stay there, for a ``LabelCoder``
     that reads them chunk by chunk (only their length is checked here)."""
+    _reject_sparse_y(y)
+    _sparse_checks(est, X, True, True)
     _check_warm_width(est, X)
     if is_cupy(X) or is_lazy(X):
         X = check_X(est, X, reset=True)
@@ -104,7 +156,7 @@ def check_X_y(est, X, y, *, regression: bool, lazy_labels: bool = False):
             check_finite_rows(y, 0, "y")
         return X, y
     X, y = _one_line(validate_data, est, X, y, reset=True, dtype=[np.float64, np.float32],
-                     multi_output=regression, y_numeric=regression)
+                     multi_output=regression, y_numeric=regression, accept_sparse="csr")
     return X, y
 
 
@@ -264,7 +316,11 @@ def warn_if_constant(est, X, y) -> None:
 
     rng = np.random.default_rng(0)
     idx = np.sort(rng.choice(n, size=min(n, CONSTANT_PROBE_ROWS), replace=False))
-    if is_lazy(X) or is_cupy(X):  # at most one of the fit's windows at a time (memory budget)
+    if scipy.sparse.issparse(X):  # sparse rows stay sparse (as CSR)
+        indexable = X.format in ("csr", "csc", "lil", "dok")
+        rows = scipy.sparse.csr_matrix(take_rows(X if indexable else X.tocsr(), idx),
+                                       dtype=np.float64)
+    elif is_lazy(X) or is_cupy(X):  # at most one of the fit's windows at a time (memory budget)
         step = int(getattr(est, "window_rows_", 0) or n)
         rows = np.concatenate([np.asarray(to_numpy(take_rows(X, idx[i:i + step])), np.float64)
                                for i in range(0, len(idx), step)])
@@ -276,7 +332,7 @@ def warn_if_constant(est, X, y) -> None:
         warnings.simplefilter("ignore")
         out = getattr(est, "decision_function", est.predict)(mid)
         one_class = hasattr(est, "classes_") and len(np.unique(est.predict(mid))) == 1
-    out = np.asarray(to_numpy(out), np.float64).reshape(len(mid), -1)
+    out = np.asarray(to_numpy(out), np.float64).reshape(mid.shape[0], -1)
     scale = 1.0
     if y is not None and not hasattr(est, "classes_"):  # regression: the targets' spread
         Y = np.asarray(to_numpy(take_rows(y, idx)) if is_lazy(y) else np.asarray(y)[idx], float)

@@ -107,9 +107,14 @@ Examples
 --------
 >>> from sklearn.datasets import make_classification""",
     # -- method sections ----------------------------------------------------------------------
+    "sparse_X": """\
+scipy.sparse X (CSR as given, any other format converted to CSR once) is never densified
+whole and is computed on the CPU: engine device "auto" is then the CPU, "gpu" a one-line
+``DeviceError``.""",
     "X_fit": """\
-X : array-like of shape (n_samples, n_features)
-    Training data.""",
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training data.
+    %(sparse_X)s""",
     "fit_regression": """\
 Parameters
 ----------
@@ -146,8 +151,8 @@ self
     "predict_X": """\
 Parameters
 ----------
-X : array-like of shape (n_samples, n_features)
-    Samples.""",
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Samples; scipy.sparse where the estimator takes sparse training data (on the CPU).""",
     "predict_labels": """\
 %(predict_X)s
 

@@ -17,12 +17,12 @@ from ..losses import make_loss
 from ..rng import seed_from
 from ..solvers._common import predict_rows, steps
 from ..training import Rows, train
-from ._base import OnDevice, check_X, device_and_dtype, reject_sparse
+from ._base import OnDevice, check_X, device_and_dtype
 from ._params import KernelscaleEstimator, reg_and_ridge
 
 __all__ = ["KernelEstimatorBase", "IterativeMixin",
            "auto_kernel", "check_loss", "ridge_alpha", "exact_max_n", "n_features_rule",
-           "reject_sparse", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES"]
+           "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES"]
 
 
 def n_features_rule(n: int, value, floor: int = 1000) -> int:
@@ -79,7 +79,6 @@ class KernelEstimatorBase(OnDevice, KernelscaleEstimator):
     def _decision(self, X) -> np.ndarray:
         """Raw outputs (n, C) as numpy float64, computed chunk by chunk on the device."""
         check_is_fitted(self, "solver_")
-        reject_sparse(X)
         X = check_X(self, X, reset=False)
         xp = self._xp(fitting=False)
         return predict_rows(X, self.solver_.decision, xp, np.dtype(self.dtype_))

@@ -263,9 +263,20 @@ class KernelscaleEstimator(BaseEstimator):
 
     def _resolve_engine(self) -> _engine.Engine:
         """``engine_``: this estimator's ``engine`` over the context's (``kernelscale.engine``),
-        with dtype "auto" replaced by the estimator's ``_auto_dtype``."""
+        with dtype "auto" replaced by the estimator's ``_auto_dtype`` and, for a fit of
+        scipy.sparse X (``_base.check_X``), device "auto" by "cpu"."""
         engine = _engine.resolve(getattr(self, "engine", None))
         if engine.dtype == "auto":
             engine = dataclasses.replace(engine, dtype=self._auto_dtype)
+        if engine.device == "auto" and getattr(self, "_sparse_X", False):
+            engine = dataclasses.replace(engine, device="cpu")
         self.engine_ = engine
         return self.engine_
+
+    # the one-line reason why this estimator refuses scipy.sparse X (None: it takes it)
+    _sparse_refusal: str | None = None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._sparse_refusal is None
+        return tags

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import LabelCoder, check_X_y, reject_sparse
+from ._base import LabelCoder, check_X_y
 from ._docs import fill_doc
 
 
@@ -73,7 +73,6 @@ class RegressorTargets(TargetsFromOutputs):
     """Mixin: y -> (n, C) centred float targets; predict returns 1-D for 1-D training targets."""
 
     def _fit_targets(self, X, y):
-        reject_sparse(X)
         X, y = check_X_y(self, X, y, regression=True)
         return X, self._targets(y, self._fresh())
 
@@ -96,7 +95,6 @@ class ClassifierTargets(LabelsFromScores):
     _coding = "margin"
 
     def _fit_targets(self, X, y):
-        reject_sparse(X)
         X, y = check_X_y(self, X, y, regression=False)
         if self._fresh():
             coder = LabelCoder(y, "softmax" if self._coding == "onehot" else "hinge")

@@ -124,8 +124,9 @@ history_ : dict
     Per-iteration records: iter, time, objective (batch objective), step, n_blocks.
 %(n_features_in_)s""",
     "X_fit": """\
-X : array-like of shape (n_samples, n_features)
-    Training data; also an on-disk zarr / dask array, read in windows.""",
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training data; also an on-disk zarr / dask array, read in windows.
+    %(sparse_X)s Its batches are CSR rows, whose features are sparse products.""",
 }
 
 
@@ -273,7 +274,7 @@ class DSGRegressor(RegressorTargets, RegressorMixin, _DSGBase):
         if fresh:
             X, y = check_X_y(self, X, y, regression=True)
         else:
-            X = check_X(self, X, reset=False)
+            X = check_X(self, X, reset=False, fitting=True)
         Y = self._targets(y, fresh)  # the first call's y_offset_ stays
         if fresh:
             self._init_model(X, Y.shape[1], self._loss_name(), Y)
@@ -355,7 +356,7 @@ class DSGClassifier(LabelsFromScores, ClassifierMixin, _DSGBase):
                 raise ValueError("classes must be given on the first call to partial_fit")
             idx = self._setup(X, y, classes)
         else:
-            X = check_X(self, X, reset=False)
+            X = check_X(self, X, reset=False, fitting=True)
             idx = self._coder.index_of(y)
         n_iter = -(-X.shape[0] // self._batch())
         self._fit_rows(X, idx, lambda yb, xp: self._coder.encode_index(yb, xp, self.model_.blocks.dtype),

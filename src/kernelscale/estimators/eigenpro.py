@@ -112,8 +112,9 @@ bandwidth_ : float
     sigma used.
 %(n_features_in_)s""",
     "X_fit": """\
-X : array-like of shape (n_samples, n_features)
-    Training data (for the random-feature estimators also an on-disk zarr / dask array).""",
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training data (for the random-feature estimators also an on-disk zarr / dask array).
+    %(sparse_X)s Kernel EigenPro holds its training rows sparse.""",
 }
 
 

@@ -14,6 +14,7 @@ exactly. LIBSVM's converged SVM is the reference of "Fast Doubly Stochastic Kern
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.svm import SVC, SVR
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -22,13 +23,12 @@ from ..backend import DeviceError, resolve_device
 from ..rng import seed_from
 from ..solvers._common import load_rows
 from ..solvers.exact import ExactKRR
-from ._base import _one_line, check_X
+from ._base import _one_line, _reject_sparse_y, _sparse_checks, check_X
 from ._docs import fill_doc
 from ._kernel_common import (
     KernelEstimatorBase,
     auto_kernel,
     exact_max_n,
-    reject_sparse,
     ridge_alpha,
 )
 from ._params import REG_POSITIVE, Int, KernelscaleEstimator, Real, reg_and_ridge, store_params
@@ -62,8 +62,9 @@ solver_ : solvers.exact.ExactKRR
 %(kernel_)s
 %(n_features_in_)s""",
     "X_fit": """\
-X : array-like of shape (n_samples, n_features)
-    Training data, loaded whole onto the device (n <= ``max_n``).""",
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training data, loaded whole onto the device (n <= ``max_n``).
+    %(sparse_X)s The training rows are held sparse; the kernel matrix is dense.""",
 }
 
 
@@ -130,14 +131,24 @@ class ExactKRRClassifier(ClassifierTargets, ClassifierMixin, _ExactKRRBase):
     """
 
 
+# rows of sparse X densified at a time to predict with a LIBSVM model fitted on dense rows
+SVM_DENSE_ROWS = 4096
+
+
+def _float64_rows(A):
+    """A as float64 rows: numpy, or scipy.sparse kept sparse."""
+    return A.astype(np.float64) if scipy.sparse.issparse(A) else np.asarray(A, dtype=np.float64)
+
+
 class _KernelFunction:
-    """Picklable callable kernel for LIBSVM: K(A, B) as numpy float64."""
+    """Picklable callable kernel for LIBSVM: K(A, B) as numpy float64 (A, B dense or
+    scipy.sparse rows)."""
 
     def __init__(self, kernel):
         self.kernel = kernel
 
     def __call__(self, A, B):
-        return self.kernel(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64))
+        return self.kernel(_float64_rows(A), _float64_rows(B))
 
 
 _SVM_DOCS = {
@@ -174,8 +185,9 @@ device_ : str
     Always "cpu".
 %(n_features_in_)s""",
     "X_fit": """\
-X : array-like of shape (n_samples, n_features)
-    Training data, loaded into memory.""",
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training data, loaded into memory; scipy.sparse X goes to LIBSVM as CSR (its sparse
+    kernel evaluations; a callable kernel gets the sparse rows).""",
 }
 
 
@@ -210,10 +222,18 @@ class _ExactSVMBase(KernelscaleEstimator):
 
     _fitted_state = "svm_"
 
-    def _svm_rows(self, X):
-        """X checked for the fitted LIBSVM model (in memory, as LIBSVM needs)."""
+    def _svm_apply(self, method: str, X):
+        """The fitted LIBSVM model's ``method`` on X checked for it (in memory, as LIBSVM
+        needs). Sparse X for a model fitted on dense rows with LIBSVM's own kernel (which then
+        takes dense rows only) is densified ``SVM_DENSE_ROWS`` rows at a time."""
         check_is_fitted(self, "svm_")
-        return check_X(self, reject_sparse(X), reset=False)
+        X = check_X(self, X, reset=False)
+        fn = getattr(self.svm_, method)
+        if not scipy.sparse.issparse(X) or scipy.sparse.issparse(self.svm_.support_vectors_) \
+                or callable(self.svm_.kernel):
+            return fn(X)
+        return np.concatenate([fn(X[lo:lo + SVM_DENSE_ROWS].toarray())
+                               for lo in range(0, X.shape[0], SVM_DENSE_ROWS)])
 
 
 @fill_doc(**_SVM_DOCS)
@@ -246,8 +266,7 @@ class ExactSVMClassifier(ClassifierTargets, ClassifierMixin, _ExactSVMBase):
 
     def _decision(self, X):
         """LIBSVM's decision values as (n, C): one column for two classes."""
-        X = self._svm_rows(X)
-        F = self.svm_.decision_function(X)
+        F = self._svm_apply("decision_function", X)
         return F.reshape(F.shape[0], -1)
 
     def predict(self, X):
@@ -256,8 +275,8 @@ class ExactSVMClassifier(ClassifierTargets, ClassifierMixin, _ExactSVMBase):
 
         %(predict_labels)s
         """
-        X = self._svm_rows(X)
-        return self.classes_[self.svm_.predict(X).astype(np.int64)]
+        idx = self._svm_apply("predict", X).astype(np.int64)
+        return self.classes_[idx]
 
     _used_only = {"epsilon": ("by ExactSVMRegressor (the half-width of SVR's tube)", (),
                               lambda p: False)}
@@ -294,10 +313,12 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
         self
             The fitted estimator.
         """
-        reject_sparse(X)
-        # LIBSVM needs the data in memory; scikit-learn's validation also ravels a column y
+        # LIBSVM needs the data in memory (sparse X as CSR, which LIBSVM takes as it is);
+        # scikit-learn's validation also ravels a column y
+        _reject_sparse_y(y)
+        _sparse_checks(self, X, True, True)
         X, y = _one_line(validate_data, self, X, y, dtype=[np.float64, np.float32],
-                         y_numeric=True)
+                         y_numeric=True, accept_sparse="csr")
         kw = self._svm_kernel(X, y)
         self.svm_ = SVR(C=self.C_, epsilon=float(self.epsilon), tol=self.tol,
                         cache_size=self.cache_size, **kw).fit(X, y)
@@ -313,8 +334,7 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
         -------
         ndarray of shape (n_samples,)
         """
-        X = self._svm_rows(X)
-        return self.svm_.predict(X)
+        return self._svm_apply("predict", X)
 
 
 __all__ = ["ExactKRRClassifier", "ExactKRRRegressor", "ExactSVMClassifier", "ExactSVMRegressor"]

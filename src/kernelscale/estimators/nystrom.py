@@ -8,6 +8,7 @@ Parallelizability", KDD 2016.
 
 from __future__ import annotations
 
+import scipy.sparse
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ..solvers._common import take_rows
@@ -59,9 +60,10 @@ reg_ : float
 %(kernel_)s
 %(n_features_in_)s""",
     "X_fit": """\
-X : array-like of shape (n_samples, n_features)
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
     Training data; also an on-disk zarr / dask array, read ``engine.pass_rows`` rows at a time
-    (only the m landmark rows are held).""",
+    (only the m landmark rows are held).
+    %(sparse_X)s The m landmarks are densified (m x d).""",
 }
 
 
@@ -87,10 +89,13 @@ class _NystromBase(KernelEstimatorBase):
         alpha = ridge_alpha(self, n)
         m = n_features_rule(n, self.n_components, floor=500)
         idx = subsample_indices(n, m, self.seed_)
-        Z = xp.asarray(take_rows(X, idx), dtype=dtype)
+        Z = take_rows(X, idx)
+        sparse = scipy.sparse.issparse(Z)
+        Z = xp.asarray(Z.toarray() if sparse else Z, dtype=dtype)  # the m landmarks: dense
         self.solver_ = NystromRidge(self.kernel_, Z, xp, rcond=float(self.rcond))
+        # sparse X (in memory) is passed over here, not in dask row blocks
         self.solver_.fit(X, Y, alpha, dtype, self.engine_.pass_rows or NYSTROM_PASS_ROWS,
-                         rows=cluster_rows())
+                         rows=None if sparse else cluster_rows())
         self.n_components_ = int(Z.shape[0])
         self.rank_ = self.solver_.rank
         return self

@@ -41,7 +41,7 @@ from ..solvers._rowwise_csr import RowwiseCSR
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
 from ..spread import SpreadRB, cluster_rows, rows_for
-from ._base import check_X, reject_sparse
+from ._base import check_X
 from ._docs import fill_doc
 from ._kernel_common import auto_kernel
 from ._params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, store_params
@@ -129,7 +129,8 @@ n_iter_ : int
     "X_fit": """\
 X : array-like of shape (n_samples, n_features)
     Training data, dense; also an on-disk zarr / dask array, read ``engine.pass_rows`` rows at
-    a time.""",
+    a time. scipy.sparse X is refused in one line: a row's bin in a grid hashes the bins of
+    all d coordinates, zeros included.""",
 }
 
 
@@ -152,6 +153,10 @@ class _RBBase(KernelscaleEstimator):
         store_params(self, locals())
 
     _allowed_losses: tuple = ()
+    # a grid's bin of a row is a hash of all d of its coordinates' bins (zeros included)
+    _sparse_refusal = ("random binning hashes the bin of every one of the d coordinates of a "
+                       "row, so it has no sparse form; pass X.toarray() (dense) or fit DSG, "
+                       "RFF-SGD, EigenPro or Nyström, which take sparse X")
 
     def _validate_params_rb(self) -> str:
         """One-line errors for bad hyper-parameters; returns the resolved device."""
@@ -257,7 +262,7 @@ class _RBBase(KernelscaleEstimator):
     def _decision(self, X):
         """Raw outputs Z(x) coef_, (n, C) (bins unseen in training contribute 0)."""
         check_is_fitted(self, "coef_")
-        X = check_X(self, reject_sparse(X), reset=False)
+        X = check_X(self, X, reset=False)
         Z = self.features_.transform(X, chunk_rows=self._pass_rows(), rows=cluster_rows())
         F = Z @ self.coef_
         return F.reshape(F.shape[0], -1)

@@ -70,8 +70,9 @@ history_ : dict
     Per-iteration records: iter, time, objective (batch loss), step.
 %(n_features_in_)s""",
     "X_fit": """\
-X : array-like of shape (n_samples, n_features)
-    Training data; also an on-disk zarr / dask array, read in windows.""",
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training data; also an on-disk zarr / dask array, read in windows.
+    %(sparse_X)s Its batches are CSR rows, whose features are sparse products.""",
 }
 
 

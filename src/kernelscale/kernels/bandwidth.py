@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 from scipy.spatial.distance import pdist
 
-from ..backend import to_numpy
+from ..backend import is_sparse, to_numpy
 from ..stream import take_rows
 
 
@@ -17,19 +17,40 @@ def median_bandwidth(X, metric: str = "euclidean", n_sample: int = 1000, seed: i
                      scale: float = 1.0) -> float:
     """sigma = scale * median pairwise distance over a seeded sample of at most ``n_sample`` rows.
 
-    ``X`` may be any row-indexable array (numpy, cupy, zarr, dask); only the sample is read.
+    ``X`` may be any row-indexable array (numpy, cupy, zarr, dask, scipy.sparse); only the
+    sample is read (sparse rows stay sparse: ``sparse_pdist``).
     """
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"median bandwidth needs at least 2 samples, got {n} sample(s)")
     rng = np.random.default_rng(seed)
     idx = np.sort(rng.choice(n, size=min(n, n_sample), replace=False))
-    sample = np.asarray(to_numpy(take_rows(X, idx)), dtype=np.float64)
-    dists = pdist(sample, metric=metric)
+    sample = take_rows(X, idx)
+    if is_sparse(sample):
+        dists = sparse_pdist(sample.astype(np.float64), metric)
+    else:
+        sample = np.asarray(to_numpy(sample), dtype=np.float64)
+        dists = pdist(sample, metric=metric)
     dists = dists[dists > 0]
     if dists.size == 0:
         raise ValueError("median bandwidth undefined: all sampled rows are identical")
     return float(scale * np.median(dists))
+
+
+def sparse_pdist(S, metric: str) -> np.ndarray:
+    """``pdist``'s condensed distances (pairs i < j in its order) of the rows of scipy.sparse S,
+    without densifying them: "euclidean" from ||x||^2 + ||y||^2 - 2 x.y, "cityblock" by
+    scikit-learn's sparse Manhattan distances."""
+    from sklearn.metrics.pairwise import euclidean_distances, manhattan_distances
+
+    S = S.tocsr()
+    if metric == "euclidean":
+        D = euclidean_distances(S)
+    elif metric == "cityblock":
+        D = manhattan_distances(S)
+    else:
+        raise ValueError(f"metric={metric!r}: sparse rows take 'euclidean' or 'cityblock'")
+    return D[np.triu_indices(S.shape[0], k=1)]
 
 
 def resolve_bandwidth(bandwidth, X, metric: str, seed: int = 0) -> float:

@@ -3,7 +3,9 @@
 A block j is F frequencies W_j (d x F) and phases b_j (F,) drawn by ``rng.block_generator(seed, j, rng.FOURIER)``;
 its features are phi_j(x) = sqrt(2/F) cos(W_j^T x + b_j), so phi_j(x).phi_j(x') estimates k(x, x')
 with F samples (Rahimi, Recht, Random Features for Large-Scale Kernel Machines, NIPS 2007).
-Consecutive blocks are stacked so that many blocks cost one large matrix product.
+Consecutive blocks are stacked so that many blocks cost one large matrix product. Rows X may be
+a scipy.sparse matrix (CSR) on the host: X W is then a sparse product that reads only the rows of
+W its non-zeros name (``shift_invariant.sparse_times``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from types import ModuleType
 
 import numpy as np
 
+from ..backend import is_sparse
 from ..parallel import rowwise
 from ..rng import FOURIER, block_generator
 from . import _fused
-from .shift_invariant import Kernel
+from .shift_invariant import Kernel, sparse_times
 
 
 def fourier_features(X, W, b, n_per_block: int, scaled: bool = True, out=None):
@@ -25,9 +28,14 @@ def fourier_features(X, W, b, n_per_block: int, scaled: bool = True, out=None):
 
     ``scaled=False`` skips the constant factor (one pass less over the matrix) for callers that
     apply it to a smaller product instead. ``out``: a C-contiguous (rows, F) array to write into
-    (a caller's reused buffer) instead of a new one.
+    (a caller's reused buffer) instead of a new one. ``X`` may be scipy.sparse (on the host).
     """
-    if out is None:
+    if is_sparse(X):
+        Z = sparse_times(X, W)
+        if out is not None:
+            out[...] = Z
+            Z = out
+    elif out is None:
         Z = X @ W
     else:
         Z = (np if isinstance(out, np.ndarray) else __import__("cupy")).matmul(X, W, out=out)
@@ -80,7 +88,10 @@ class FourierBlocks:
     regenerated on every use. The model itself never stores them: pickling drops the cache.
 
     The cache holds W transposed, one (F, d) row block per block, so that the W of any range of
-    blocks is a contiguous (column-major) view.
+    blocks is a contiguous (column-major) view. Sparse rows read W by input coordinate instead (a
+    sparse product touches the rows of W its non-zeros name): for them a second cache of the same
+    size holds W row-major, (d, blocks x F), built only when sparse rows are seen
+    (``params(..., rows=True)``); both hold the same values.
     """
 
     def __init__(self, kernel: Kernel, n_features_in: int, block_size: int, seed: int,
@@ -96,13 +107,17 @@ class FourierBlocks:
         self._W = None
         self._b = None
         self._n_cached = 0
+        self._Wr = None  # the row-major cache (sparse rows)
+        self._br = None
+        self._n_row_cached = 0
         # one model may predict from several threads at once (dask workers of one process): the
         # cache is swapped while it grows, so readers and the grower take turns
         self._lock = threading.Lock()
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_W=None, _b=None, _n_cached=0, xp=None)
+        state.update(_W=None, _b=None, _n_cached=0, _Wr=None, _br=None, _n_row_cached=0,
+                     xp=None)
         del state["_lock"]
         return state
 
@@ -117,6 +132,7 @@ class FourierBlocks:
         with self._lock:
             self.xp = xp
             self._W, self._b, self._n_cached = None, None, 0
+            self._Wr, self._br, self._n_row_cached = None, None, 0
             self._size_cache()
         return self
 
@@ -147,9 +163,32 @@ class FourierBlocks:
         self._W, self._b = Wt, b
         self._n_cached = hi
 
-    def params(self, lo: int, hi: int):
+    def _extend_row_cache(self, hi: int):
+        """Grow the row-major cache to blocks 0..hi-1 (as ``_extend_cache``, W untransposed)."""
+        xp, F, lo = self.xp, self.F, self._n_row_cached
+        W = xp.empty((self.d, hi * F), dtype=self.dtype)
+        b = xp.empty(hi * F, dtype=self.dtype)
+        if self._Wr is not None:
+            W[:, : lo * F], b[: lo * F] = self._Wr, self._br
+        self._Wr = self._br = None
+        for j in range(lo, hi):
+            Wj, bj = draw_block(self.kernel, self.d, F, self.seed, j)
+            W[:, j * F : (j + 1) * F] = xp.asarray(Wj, dtype=self.dtype)
+            b[j * F : (j + 1) * F] = xp.asarray(bj, dtype=self.dtype)
+        self._Wr, self._br = W, b
+        self._n_row_cached = hi
+
+    def params(self, lo: int, hi: int, rows: bool = False):
         """Stacked (W, b) of blocks lo..hi-1 on the device: shapes (d, (hi-lo) F) and ((hi-lo) F,);
-        W is contiguous (column-major when it comes from the cache), never a strided view."""
+        W is contiguous (column-major when it comes from the cache), never a strided view.
+        ``rows=True`` (sparse rows): W's rows are contiguous runs of its (hi-lo) F features
+        (a column slice of the row-major cache, or C-ordered)."""
+        if rows and hi <= self.max_cached:
+            with self._lock:
+                if hi > self._n_row_cached:
+                    self._extend_row_cache(min(self.max_cached, max(hi, 2 * self._n_row_cached)))
+                W, b = self._Wr, self._br
+            return W[:, lo * self.F : hi * self.F], b[lo * self.F : hi * self.F]
         if hi <= self.max_cached:
             with self._lock:
                 if hi > self._n_cached:
@@ -168,7 +207,7 @@ class FourierBlocks:
     def features(self, X, lo: int, hi: int | None = None, scaled: bool = True):
         """Features of blocks lo..hi-1 (default: block lo alone) for rows X: (n, (hi-lo) F)."""
         hi = lo + 1 if hi is None else hi
-        W, b = self.params(lo, hi)
+        W, b = self.params(lo, hi, rows=is_sparse(X))
         return fourier_features(X, W, b, self.F, scaled=scaled)
 
     def group_size(self, n_rows: int, budget_bytes: int = 64 * 2**20) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import to_numpy
+from ..backend import is_sparse, to_numpy
 from ..budget import release_freed_memory
 from ..stream import check_finite_rows, iter_row_chunks, take_rows
 from .bandwidth import median_bandwidth, resolve_bandwidth
@@ -65,8 +65,8 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
 
     ``bandwidth`` other than "auto" (a number, "median", "median*f") is resolved and kept;
     ``alpha`` (= n nu) other than None is kept. ``Y``: regression targets, or classes (1-D integer
-    indices or encoded targets, see ``_classes``; only the sample's rows are read). ``X`` may be any row-indexable array (numpy, cupy, zarr, dask): only the
-    sample is read.
+    indices or encoded targets, see ``_classes``; only the sample's rows are read). ``X`` may be any row-indexable array (numpy, cupy, zarr, dask,
+    scipy.sparse): only the sample is read (sparse rows stay sparse).
     """
     n = int(X.shape[0])
     metric = make_kernel(kernel, 1.0).metric
@@ -77,10 +77,11 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
     rng = np.random.default_rng([int(seed) % 2**63, 0x5E1EC7])
     m = min(n, n_fit + n_val)
     idx = np.sort(rng.choice(n, size=m, replace=False))
-    Xs = np.asarray(to_numpy(take_rows(X, idx)), dtype=np.float64)
-    if not np.isfinite(Xs).all():  # name the first bad row of X, as the solvers' reads do
+    Xs = take_rows(X, idx)
+    Xs = Xs.astype(np.float64) if is_sparse(Xs) else np.asarray(to_numpy(Xs), dtype=np.float64)
+    if not np.isfinite(Xs.data if is_sparse(Xs) else Xs).all():  # name the first bad row of X
         for lo, block in iter_row_chunks(X, 65536):
-            check_finite_rows(np.asarray(to_numpy(block)), lo, "X")
+            check_finite_rows(to_numpy(block), lo, "X")  # as the solvers' reads do
     T = _targets(np.asarray(Y)[idx], classify)
     median = median_bandwidth(Xs, metric=metric, seed=seed) if fixed_sigma is None else None
     n_tr = m - min(n_val, m // 2)

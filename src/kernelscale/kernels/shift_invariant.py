@@ -4,6 +4,10 @@ k(x, x') = E_w[ 2 cos(w.x + b) cos(w.x' + b) ], w ~ p(w), b ~ U[0, 2 pi)  (Rahim
 Features for Large-Scale Kernel Machines, NIPS 2007; Dai, Xie, He, Liang, Raj, Balcan, Song,
 Scalable Kernel Methods via Doubly Stochastic Gradients, NIPS 2014, Table 1). Every kernel is
 normalised so that k(x, x) = 1.
+
+Either argument may be a scipy.sparse matrix (CSR) on the host: squared Euclidean distances are
+||x||^2 + ||y||^2 - 2 x.y from one sparse product (the Gaussian and Matérn kernels never densify
+the rows); the per-coordinate kernels (Laplacian, Cauchy) densify one row chunk at a time.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse
 
-from ..backend import array_namespace
+from ..backend import array_namespace, is_sparse
 from ..parallel import rowwise
 from . import _fused
 
@@ -20,14 +25,66 @@ from . import _fused
 _BROADCAST_BYTES = 64 * 2**20
 
 
+def sparse_times(X, W) -> np.ndarray:
+    """X W for scipy.sparse X and a dense host W of any memory layout, C-ordered. scipy's product
+    reads W row by row and copies a W that is not C-ordered whole; here a C-ordered W is read as
+    it is, and otherwise only the rows of W that X's stored columns name are gathered (cheap
+    where W's rows are contiguous runs, e.g. a column slice of a row-major array), unless they
+    are most of a column-major W, which is then copied whole once."""
+    X = X.tocsr()
+    if W.flags.c_contiguous:
+        return np.ascontiguousarray(X @ W)
+    cols, inv = np.unique(X.indices, return_inverse=True)
+    if W.strides[1] != W.itemsize and 2 * len(cols) > W.shape[0]:
+        return np.ascontiguousarray(X @ np.ascontiguousarray(W))
+    Xc = scipy.sparse.csr_matrix((X.data, inv.reshape(-1), X.indptr), shape=(X.shape[0], len(cols)))
+    return np.ascontiguousarray(Xc @ np.ascontiguousarray(W[cols]))
+
+
+def _row_norms(A):
+    """||a||^2 of every row of A (numpy / cupy, or scipy.sparse: from its stored values)."""
+    if is_sparse(A):
+        return np.asarray(A.multiply(A).sum(axis=1), dtype=A.dtype).reshape(-1)
+    return (A * A).sum(axis=1)
+
+
+def _sparse_gram(X, Y):
+    """X Y^T as a dense C-ordered host array where X or Y is scipy.sparse (CSR). Two sparse
+    arguments: products of the larger one's row blocks with the smaller one transposed (its
+    conversion is the only copy), each block's sparse result densified into its place, so that
+    no sparse product holds more than about ``_BROADCAST_BYTES`` of values."""
+    n, m = X.shape[0], Y.shape[0]
+    if not (is_sparse(X) and is_sparse(Y)):
+        if is_sparse(X):
+            return sparse_times(X, Y.T)
+        return np.ascontiguousarray(sparse_times(Y, X.T).T)
+    dtype = np.result_type(X.dtype, Y.dtype)
+    G = np.empty((n, m), dtype=dtype)
+    big, small, by_rows = (X, Y, True) if n >= m else (Y, X, False)
+    small_t = small.T.tocsr()
+    step = max(1, _BROADCAST_BYTES // max(1, 16 * small.shape[0]))
+    for lo in range(0, big.shape[0], step):
+        part = (big[lo:lo + step] @ small_t).toarray()
+        if by_rows:
+            G[lo:lo + step] = part
+        else:
+            G[:, lo:lo + step] = part.T
+    return G
+
+
 def _sq_euclidean(X, Y, xp, then=None, exp_scale=None):
     """||x - y||^2 for all pairs (clipped at 0 against cancellation), from one product X Y^T;
     ``then(D)`` finishes each tile in place (e.g. the exp of the Gaussian kernel), so the whole
     kernel block is one product plus one threaded pass (``parallel.rowwise``). With
-    ``exp_scale`` the result is exp(exp_scale ||x - y||^2); on a GPU one fused pass (``_fused``)."""
-    xx = (X * X).sum(axis=1)
-    yy = (Y * Y).sum(axis=1)[None, :]
-    G = X @ Y.T
+    ``exp_scale`` the result is exp(exp_scale ||x - y||^2); on a GPU one fused pass (``_fused``).
+    X or Y may be scipy.sparse (``_sparse_gram``)."""
+    if is_sparse(X) or is_sparse(Y):
+        xx, yy = _row_norms(X), _row_norms(Y)[None, :]
+        G = _sparse_gram(X, Y)
+    else:
+        xx = (X * X).sum(axis=1)
+        yy = (Y * Y).sum(axis=1)[None, :]
+        G = X @ Y.T
     if then is None and _fused.sq_distances(G, xx, yy, xp, exp_scale):
         return G
     if exp_scale is not None:
@@ -47,12 +104,17 @@ def _sq_euclidean(X, Y, xp, then=None, exp_scale=None):
 
 
 def _broadcast_rows(X, Y, xp, fn):
-    """Apply fn(X_chunk[:, None, :] - Y[None]) -> (chunk, m) over row chunks of X."""
+    """Apply fn(X_chunk[:, None, :] - Y[None]) -> (chunk, m) over row chunks of X (scipy.sparse
+    Y densified, sparse X one chunk at a time)."""
     n, m, d = X.shape[0], Y.shape[0], X.shape[1]
-    step = max(1, _BROADCAST_BYTES // max(1, m * d * X.itemsize))
-    out = xp.empty((n, m), dtype=X.dtype)
+    if is_sparse(Y):
+        Y = Y.toarray()
+    dtype = np.result_type(X.dtype, Y.dtype) if is_sparse(X) else X.dtype
+    step = max(1, _BROADCAST_BYTES // max(1, m * d * np.dtype(dtype).itemsize))
+    out = xp.empty((n, m), dtype=dtype)
     for s in range(0, n, step):
-        out[s : s + step] = fn(X[s : s + step, None, :] - Y[None, :, :])
+        rows = X[s : s + step].toarray() if is_sparse(X) else X[s : s + step]
+        out[s : s + step] = fn(rows[:, None, :] - Y[None, :, :])
     return out
 
 

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import numpy as np
 
-from ..backend import asarray, synchronize, to_numpy
+from ..backend import asarray, is_sparse, synchronize, to_numpy
 from ..stream import check_finite_rows, iter_row_chunks, predict_rows, take_rows  # noqa: F401 (re-exported)
 
 # Bytes allowed for one kernel block K(A, centres): bounds memory independently of n.
@@ -102,8 +102,9 @@ class TailAverage:
 
 def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
     """The whole of X on namespace ``xp``, read in row chunks; on-disk rows are checked for NaN/inf
-    here (in-memory arrays were checked by the estimator's validation)."""
-    if type(X).__module__.split(".")[0] == "cupy" or isinstance(X, np.ndarray):
+    here (in-memory arrays were checked by the estimator's validation). scipy.sparse X stays
+    sparse (CSR, in ``dtype``; numpy only)."""
+    if type(X).__module__.split(".")[0] == "cupy" or isinstance(X, np.ndarray) or is_sparse(X):
         return asarray(X, xp, dtype)
     parts = []
     for lo, block in iter_row_chunks(X, chunk_rows):
@@ -115,7 +116,7 @@ def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
 def kernel_apply(kernel, A, centers, coef, xp: ModuleType):
     """K(A, centers) @ coef without holding more than ``KERNEL_BLOCK_BYTES`` of kernel values."""
     n_c = int(centers.shape[0])
-    step_c = max(1, KERNEL_BLOCK_BYTES // max(1, A.shape[0] * A.itemsize))
+    step_c = max(1, KERNEL_BLOCK_BYTES // max(1, A.shape[0] * np.dtype(A.dtype).itemsize))
     out = None
     for lo in range(0, n_c, step_c):
         part = kernel(A, centers[lo:lo + step_c]) @ coef[lo:lo + step_c]

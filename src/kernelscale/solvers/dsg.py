@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import to_numpy
+from ..backend import asarray, is_sparse, to_numpy
 from ..kernels import FourierBlocks, Kernel
 from ..losses import Loss
 from ..rng import UDSG_REUSE, block_generator
@@ -612,9 +612,12 @@ class DSGSolver:
 
             xp, dtype, n = self.xp, self.model.blocks.dtype, int(X.shape[0])
             idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed)
-            step = max(1, int(window_rows))
-            self.X_S = xp.concatenate([xp.asarray(take_rows(X, idx[i:i + step]), dtype=dtype)
-                                       for i in range(0, len(idx), step)])
+            if is_sparse(X):  # in memory: one sparse selection of the rows
+                self.X_S = asarray(take_rows(X, idx), xp, dtype)
+            else:
+                step = max(1, int(window_rows))
+                self.X_S = xp.concatenate([xp.asarray(take_rows(X, idx[i:i + step]), dtype=dtype)
+                                           for i in range(0, len(idx), step)])
         if not self.horizon:
             self.horizon = int(n_iter)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from ..backend import asarray
 from ..budget import batch_bytes
 from ._common import DeviceState, TailAverage, kernel_apply, take_rows
 from .preconditioners import (
@@ -106,7 +107,7 @@ class KernelEigenPro(_StepMixin, DeviceState):
         X_P = X[xp.asarray(probe_indices(n, PROBE_ROWS, seed))]
         kxx = xp.ones(X_P.shape[0], dtype=X.dtype)  # k(x, x) = 1 for every kernel here
         self.precond.set_beta(kxx, kernel(X_P, X[self.sub_idx]))
-        max_batch = max(1, BATCH_BLOCK_BYTES // (n * X.itemsize))
+        max_batch = max(1, BATCH_BLOCK_BYTES // (n * X.dtype.itemsize))
         self.batch_size, self.eta = choose_batch_and_step(
             self.precond.beta, self.precond.lam_next, n, batch_size, eta, max_batch)
         self.alpha = xp.zeros((n, Y.shape[1]), dtype=X.dtype)
@@ -159,11 +160,11 @@ class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
         self.blocks = blocks
         n = int(X.shape[0])
         idx = subsample_indices(n, subsample_size, seed)
-        X_S = xp.asarray(take_rows(X, idx), dtype=blocks.dtype)
+        X_S = asarray(take_rows(X, idx), xp, blocks.dtype)
         Phi_S = blocks.features(X_S, 0)
         self.precond = PrimalPreconditioner(Phi_S, n_eigenvectors, tau, xp, method=eig_method,
                                             seed=seed)
-        X_P = xp.asarray(take_rows(X, probe_indices(n, PROBE_ROWS, seed)), dtype=blocks.dtype)
+        X_P = asarray(take_rows(X, probe_indices(n, PROBE_ROWS, seed)), xp, blocks.dtype)
         self.precond.set_beta(blocks.features(X_P, 0))
         self.batch_size, self.eta = choose_batch_and_step(
             self.precond.beta, self.precond.lam_next, n, batch_size, eta, 8192)

@@ -5,7 +5,8 @@
 Only the newest ``max_terms`` terms are kept (the paper's truncation, §III), in a ring buffer
 of centres and coefficients with the common shrink factor as one scalar: f = scale * sum_j c_j
 k(x_j, .); a step costs O(m max_terms d). eta_t = eta0 / sqrt(t) ("invsqrt") or eta0
-("constant").
+("constant"). The centres are dense (max_terms x d) whatever X is: sparse batch rows are
+densified as they are stored.
 Only points with a non-zero loss derivative become terms. Classification losses store
 g_j - (mean_B g - mean_{<=t} g): the batch's mean derivative over its new terms is replaced by its
 running average over all steps so far (a control variate; every update's expectation is unchanged).
@@ -18,6 +19,7 @@ from types import ModuleType
 
 import numpy as np
 
+from ..backend import is_sparse
 from ._common import DeviceState, kernel_apply
 
 
@@ -108,7 +110,7 @@ class NORMA(DeviceState):
             self.dropped_weight = max(self.dropped_weight, float(np.exp(self.log_shrink - old.min())))
         self.born[idx] = self.log_shrink
         slots = xp.asarray(idx)
-        self.centers[slots] = Xb
+        self.centers[slots] = Xb.toarray() if is_sparse(Xb) else Xb
         self.coef[slots] = new
         self.pos = (self.pos + m) % self.max_terms
         self.count = min(self.max_terms, self.count + m)

@@ -21,7 +21,7 @@ from types import ModuleType
 import numpy as np
 import scipy.linalg
 
-from ..backend import to_numpy
+from ..backend import asarray, to_numpy
 from ..stream import check_finite_rows, iter_row_chunks
 from ._common import DeviceState, kernel_apply
 
@@ -61,7 +61,7 @@ class NystromRidge(DeviceState):
             B = xp.zeros((r, Y.shape[1]), dtype=dtype)
             for lo, block in iter_row_chunks(X, chunk_rows):
                 check_finite_rows(block, lo, "X")  # on-disk rows are first seen here
-                Phi = self.kernel(xp.asarray(block, dtype=dtype), self.Z) @ self._T
+                Phi = self.kernel(asarray(block, xp, dtype), self.Z) @ self._T
                 A += Phi.T @ Phi
                 B += Phi.T @ xp.asarray(Y[lo:lo + block.shape[0]], dtype=dtype)
         A_h = to_numpy(A).astype(np.float64)

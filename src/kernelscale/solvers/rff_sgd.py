@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from ..backend import asarray
 from ..budget import batch_bytes
 from ..stream import check_finite_rows, iter_row_chunks
 from ._common import DeviceState, take_rows
@@ -51,7 +52,7 @@ class RFFSGD(DeviceState):
         self.reg = float(reg)
         self.solver = solver
         self.inner = int(inner)
-        phi = blocks.features(xp.asarray(X_sample, dtype=blocks.dtype), 0)
+        phi = blocks.features(asarray(X_sample, xp, blocks.dtype), 0)
         self.beta = float((phi * phi).sum(axis=1).max())
         s_top = float(xp.linalg.eigvalsh(phi @ phi.T)[-1])  # = n lambda_1 of phi^T phi / n
         self.lambda_1 = s_top / phi.shape[0]
@@ -117,7 +118,7 @@ class RFFSGD(DeviceState):
         g = xp.zeros_like(w)
         for lo, block in iter_row_chunks(X, chunk_rows):
             check_finite_rows(block, lo, "X")  # the full pass may reach rows no batch read yet
-            Phi = self.blocks.features(xp.asarray(block, dtype=self.blocks.dtype), 0)
+            Phi = self.blocks.features(asarray(block, xp, self.blocks.dtype), 0)
             Yc = xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype)
             g += Phi.T @ self.loss.deriv(Phi @ w, Yc)
         return g / n + self.reg * w
@@ -128,7 +129,7 @@ class RFFSGD(DeviceState):
         X, Y = self.data
         total = 0.0
         for lo, block in iter_row_chunks(X, chunk_rows):
-            Phi = self.blocks.features(xp.asarray(block, dtype=self.blocks.dtype), 0)
+            Phi = self.blocks.features(asarray(block, xp, self.blocks.dtype), 0)
             Yc = xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype)
             total += float(self.loss.value(Phi @ self.w, Yc).sum())
         return total / int(X.shape[0]) + 0.5 * self.reg * float((self.w * self.w).sum())

@@ -10,14 +10,15 @@ revisited row adds phi_k(x) Delta for the changes made after its visit; a row se
 time, or whose fingerprint x . w (w a fixed seeded Gaussian vector) differs from its visit's, is
 evaluated over all blocks. Memory: n (C + 2) numbers for n rows and C outputs, and the logged
 changes, F C numbers each, from the oldest visit on. The sum equals ``DSGModel.decision``'s in exact
-arithmetic, not bit for bit.
+arithmetic, not bit for bit. Batch rows may be scipy.sparse (CSR): the fingerprint and the features
+are then sparse products.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend import to_numpy
+from ..backend import is_sparse, to_numpy
 from ..kernels.fourier import fourier_features
 from ..rng import ROW_FINGERPRINT, block_generator
 
@@ -116,7 +117,8 @@ class RowCache:
             Pbuf = xp.empty((piece, u.shape[1]), dtype=u.dtype)
         for k, js in by_block.items():
             top = int(rows[js[-1]])
-            W, b = blocks.params(k, k + 1)  # once per block: beyond the cache it is drawn again
+            # once per block: beyond the cache it is drawn again (sparse rows: row-major W)
+            W, b = blocks.params(k, k + 1, rows=is_sparse(X))
             for lo in range(0, top, piece or top):
                 hi = min(top, lo + (piece or top))
                 if not piece:

@@ -1,0 +1,290 @@
+"""scipy.sparse X: the estimators whose method needs only inner products with feature maps or
+squared distances fit and predict on CSR / CSC without densifying X, with the same model as on
+the densified copy (up to rounding); random binning refuses sparse X in one line; y is never
+sparse; sparse X runs on the CPU."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from kernelscale.backend import DeviceError
+from kernelscale.estimators import (
+    DSGClassifier,
+    DSGOneClass,
+    DSGRegressor,
+    EigenProClassifier,
+    EigenProRegressor,
+    EigenProRFClassifier,
+    EigenProRFRegressor,
+    ExactKRRClassifier,
+    ExactKRRRegressor,
+    ExactSVMClassifier,
+    ExactSVMRegressor,
+    NORMAClassifier,
+    NORMARegressor,
+    NystromRidgeClassifier,
+    NystromRidgeRegressor,
+    PegasosClassifier,
+    RBClassifier,
+    RBRegressor,
+    RFFSGDClassifier,
+    RFFSGDRegressor,
+)
+from kernelscale.kernels import make_kernel
+from kernelscale.stream import BatchStream
+
+# a kernel sees little of a target spread over 500 sparse features in 2,000 rows: some models
+# here are constant (the warning of ``_base.warn_if_constant``); the tests compare the fits
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+N, D = 2000, 500
+F64 = {"dtype": "float64"}  # the DSG family's default float32 rounds more than the tests compare
+DSG = dict(n_iter=40, batch_size=128, block_size=64, bandwidth=1.5, reg=1e-3, engine=F64)
+
+# (class, parameters): small, explicit settings (the "auto" selection has its own test)
+CASES = [
+    (DSGClassifier, DSG),
+    (DSGClassifier, {**DSG, "solver": "udsg"}),
+    (DSGClassifier, {**DSG, "solver": "cdsg"}),
+    (DSGRegressor, DSG),  # B >= 128: the "eigenpro" block step (its subsample rows)
+    (DSGOneClass, {**DSG, "reg": "auto"}),
+    (RFFSGDClassifier, dict(n_iter=30, n_components=200, bandwidth=1.5, reg=1e-3)),
+    (RFFSGDRegressor, dict(solver="svrg", n_iter=30, n_components=200, bandwidth=1.5, reg=1e-3)),
+    (EigenProRFClassifier, dict(n_iter=10, n_components=200, subsample_size=300,
+                                n_eigenvectors=20, bandwidth=1.5)),
+    (EigenProRFRegressor, dict(n_iter=10, n_components=200, subsample_size=300,
+                               n_eigenvectors=20, bandwidth=1.5)),
+    (EigenProClassifier, dict(n_iter=10, subsample_size=300, n_eigenvectors=20, bandwidth=1.5)),
+    (EigenProRegressor, dict(n_iter=10, subsample_size=300, n_eigenvectors=20, bandwidth=1.5)),
+    (NystromRidgeClassifier, dict(n_components=200, bandwidth=1.5, reg=1e-3)),
+    (NystromRidgeRegressor, dict(n_components=200, kernel="matern32", bandwidth=1.5, reg=1e-3)),
+    (ExactKRRClassifier, dict(bandwidth=1.5, reg=1e-3)),
+    (ExactKRRRegressor, dict(bandwidth=1.5, reg=1e-3)),
+    (ExactSVMClassifier, dict(bandwidth=1.5, reg=1e-3)),
+    (ExactSVMRegressor, dict(kernel="matern32", bandwidth=1.5, reg=1e-3)),  # a callable kernel
+    (PegasosClassifier, dict(n_iter=30, bandwidth=1.5, reg=1e-3)),
+    (NORMAClassifier, dict(n_iter=30, bandwidth=1.5, reg=1e-3)),
+    (NORMARegressor, dict(n_iter=30, bandwidth=1.5, reg=1e-3)),
+]
+
+
+def _id(case):
+    cls, kw = case
+    return cls.__name__ + "".join(f"-{kw[k]}" for k in ("solver", "kernel") if k in kw)
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Text-like data: 1 % non-zeros, positive values, a linear-ish target."""
+    rng = np.random.default_rng(0)
+    X = sp.random(N, D, density=0.01, format="csr", random_state=1,
+                  data_rvs=lambda k: rng.random(k))
+    s = X @ rng.standard_normal(D)
+    return X, (s > np.median(s)).astype(int), s / s.std()
+
+
+def _target(cls, data):
+    _, yc, yr = data
+    return yr if "Regressor" in cls.__name__ else yc
+
+
+def _outputs(est, X):
+    return np.asarray(getattr(est, "decision_function", est.predict)(X))
+
+
+def _close(a, b):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8 * max(1.0, np.abs(b).max()))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
+def test_sparse_fit_is_the_dense_fit(case, data):
+    """CSR and CSC fits give the model of the densified copy (same seed); sparse and dense rows
+    predict the same."""
+    cls, kw = case
+    X = data[0]
+    y = _target(cls, data)
+    Xd = X.toarray()
+    dense = cls(random_state=0, **kw).fit(Xd, y)
+    csr = cls(random_state=0, **kw).fit(X, y)
+    csc = cls(random_state=0, **kw).fit(X.tocsc(), y)
+    want = _outputs(dense, Xd)
+    _close(_outputs(csr, X), want)
+    _close(_outputs(csr, Xd), want)
+    _close(_outputs(csc, X), want)
+    _close(_outputs(dense, X), want)  # a model fitted on dense rows predicts sparse ones
+    assert csr.n_features_in_ == D
+    if hasattr(csr, "classes_"):
+        assert np.array_equal(csr.predict(X[:50]), csr.predict(X[:50].toarray()))
+
+
+# the per-coordinate kernels densify row chunks (O(n m d) either way): a smaller set
+SMALL = [(EigenProRegressor, dict(n_iter=10, subsample_size=100, n_eigenvectors=10,
+                                  kernel="laplacian", bandwidth=3.0)),
+         (ExactKRRRegressor, dict(kernel="cauchy", bandwidth=1.5, reg=1e-3)),
+         (ExactSVMRegressor, dict(kernel="laplacian", bandwidth=3.0, reg=1e-3)),
+         (NystromRidgeClassifier, dict(n_components=100, kernel="laplacian", bandwidth=3.0,
+                                       reg=1e-3))]
+
+
+@pytest.mark.parametrize("case", SMALL, ids=[_id(c) for c in SMALL])
+def test_sparse_per_coordinate_kernels(case, data):
+    cls, kw = case
+    X, y = data[0][:300], _target(cls, data)[:300]
+    dense = cls(random_state=0, **kw).fit(X.toarray(), y)
+    csr = cls(random_state=0, **kw).fit(X, y)
+    _close(_outputs(csr, X), _outputs(dense, X.toarray()))
+
+
+def test_sparse_stream_batches_are_csr_rows():
+    """``BatchStream`` over CSR X serves CSR batches holding the dense stream's rows."""
+    X = sp.random(300, 40, density=0.05, format="csr", random_state=0)
+    Xd = X.toarray()
+    y = np.arange(300)
+    s = BatchStream(X, y, batch_size=64, seed=3, dtype=np.float32)
+    d = BatchStream(Xd, y, batch_size=64, seed=3, dtype=np.float32)
+    for t in range(7):
+        (xs, ys, ids), (xd, yd, _) = s.batch(t, with_ids=True), d.batch(t, with_ids=True)
+        assert sp.issparse(xs) and xs.format == "csr" and xs.dtype == np.float32
+        assert np.array_equal(xs.toarray(), xd) and np.array_equal(ys, yd)
+        assert np.array_equal(xs.toarray(), Xd[ids].astype(np.float32))
+    windowed = BatchStream(X, y, batch_size=32, seed=3, window_rows=96)
+    xs, _, ids = windowed.batch(11, with_ids=True)
+    assert sp.issparse(xs) and np.array_equal(xs.toarray(), Xd[ids])
+
+
+@pytest.mark.parametrize("name", ["gaussian", "laplacian", "cauchy", "matern52"])
+def test_sparse_kernel_matrices(name):
+    """Kernel matrices of sparse rows (either or both arguments) are those of the dense rows."""
+    A = sp.random(70, 30, density=0.1, format="csr", random_state=0)
+    B = sp.random(50, 30, density=0.1, format="csr", random_state=1)
+    k = make_kernel(name, 0.7)
+    want = k(A.toarray(), B.toarray())
+    for a, b in [(A, B), (A, B.toarray()), (A.toarray(), B), (B, A)]:
+        got = k(a, b)
+        assert isinstance(got, np.ndarray) and got.flags.c_contiguous
+        np.testing.assert_allclose(got, want if a is not B else want.T, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("cls", [DSGClassifier, RFFSGDRegressor, NystromRidgeClassifier])
+def test_sparse_auto_bandwidth_and_reg(cls, data):
+    """The "auto" bandwidth / reg selection on sparse rows picks what it picks on the densified
+    rows, and the fits agree."""
+    X = data[0]
+    y = _target(cls, data)
+    kw = dict(n_iter=20, batch_size=128, block_size=64, engine=F64) if cls is DSGClassifier \
+        else dict(n_iter=20, n_components=100) if cls is RFFSGDRegressor \
+        else dict(n_components=100)
+    dense = cls(random_state=0, **kw).fit(X.toarray(), y)
+    csr = cls(random_state=0, **kw).fit(X, y)
+    assert csr.bandwidth_ == pytest.approx(dense.bandwidth_, rel=1e-12)
+    assert csr.reg_ == pytest.approx(dense.reg_, rel=1e-12)
+    _close(_outputs(csr, X), _outputs(dense, X.toarray()))
+
+
+def test_sparse_median_bandwidth(data):
+    X = data[0]
+    a = DSGClassifier(bandwidth="median", reg=1e-3, n_iter=2, random_state=0).fit(X, data[1])
+    b = DSGClassifier(bandwidth="median", reg=1e-3, n_iter=2, random_state=0).fit(X.toarray(),
+                                                                                   data[1])
+    assert a.bandwidth_ == pytest.approx(b.bandwidth_, rel=1e-12)
+
+
+def test_sparse_formats_and_dtype(data):
+    """COO (and the other formats) are taken as CSR; float32 CSR stays float32 in a float32
+    model (the DSG family's default dtype)."""
+    X, yc, _ = data
+    Xd = X.toarray()
+    est = DSGClassifier(**{**DSG, "engine": None}, random_state=0)
+    f32 = est.fit(X.astype(np.float32), yc).decision_function(Xd)
+    coo = DSGClassifier(**{**DSG, "engine": None}, random_state=0).fit(X.tocoo(), yc)
+    np.testing.assert_allclose(coo.decision_function(Xd), f32, rtol=1e-4, atol=1e-4)
+    dense = DSGClassifier(**{**DSG, "engine": None}, random_state=0).fit(Xd, yc)
+    np.testing.assert_allclose(dense.decision_function(Xd), f32, rtol=1e-3, atol=1e-3)
+
+
+def test_sparse_partial_fit_warm_start_and_pickle(data):
+    X, yc, yr = data
+    Xd = X.toarray()
+    a = DSGRegressor(**DSG, random_state=0)
+    b = DSGRegressor(**DSG, random_state=0)
+    for lo in (0, 1000):
+        a.partial_fit(X[lo:lo + 1000], yr[lo:lo + 1000])
+        b.partial_fit(Xd[lo:lo + 1000], yr[lo:lo + 1000])
+    _close(a.predict(X), b.predict(Xd))
+    w = RFFSGDClassifier(n_iter=10, n_components=100, bandwidth=1.5, reg=1e-3, warm_start=True,
+                         random_state=0)
+    w.fit(X, yc).fit(X, yc)
+    one = RFFSGDClassifier(n_iter=20, n_components=100, bandwidth=1.5, reg=1e-3, random_state=0)
+    _close(w.decision_function(X), one.fit(X, yc).decision_function(X))
+    # a model that holds its sparse training rows pickles with them
+    krr = ExactKRRRegressor(bandwidth=1.5, reg=1e-3, random_state=0).fit(X, yr)
+    assert sp.issparse(krr.solver_.X)
+    again = pickle.loads(pickle.dumps(krr))
+    np.testing.assert_array_equal(again.predict(X[:100]), krr.predict(X[:100]))
+
+
+def test_sparse_runs_on_the_cpu(data, monkeypatch):
+    """Device "auto" means the CPU for sparse X (``engine_`` says so), also where a GPU is
+    found; "gpu", or predicting sparse X with a model on a GPU, is one line."""
+    import kernelscale.backend
+
+    X, yc, _ = data
+    dense = RFFSGDClassifier(n_iter=2, n_components=50, bandwidth=1.5, reg=1e-3).fit(
+        X.toarray(), yc)
+    assert dense.engine_.device == "auto"
+    monkeypatch.setattr(kernelscale.backend, "gpu_available", lambda: True)  # cupy is not used
+    est = RFFSGDClassifier(n_iter=2, n_components=50, bandwidth=1.5, reg=1e-3).fit(X, yc)
+    assert est.engine_.device == "cpu" and est.device_ == "cpu"
+    est.predict(X)
+    with pytest.raises(DeviceError, match="sparse X is computed on the CPU only") as e:
+        dense.predict(X)  # its "auto" is the GPU here
+    assert "\n" not in str(e.value)
+    for cls in (DSGClassifier, NystromRidgeClassifier, ExactSVMClassifier):
+        with pytest.raises(DeviceError, match="sparse X is computed on the CPU only") as e:
+            cls(engine={"device": "gpu"}).fit(X, yc)
+        assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("cls", [RBClassifier, RBRegressor])
+def test_random_binning_refuses_sparse_in_one_line(cls, data):
+    X = data[0]
+    y = _target(cls, data)
+    with pytest.raises(TypeError, match="does not take sparse X") as e:
+        cls(n_components=8, bandwidth=3.0, reg=1e-3).fit(X, y)
+    assert "\n" not in str(e.value) and "toarray" in str(e.value)
+    est = cls(n_components=8, bandwidth=3.0, reg=1e-3, random_state=0).fit(X.toarray(), y)
+    with pytest.raises(TypeError, match="does not take sparse X"):
+        est.predict(X)
+    assert not est.__sklearn_tags__().input_tags.sparse
+    assert DSGClassifier().__sklearn_tags__().input_tags.sparse
+
+
+@pytest.mark.parametrize("cls", [DSGClassifier, DSGRegressor, RFFSGDRegressor,
+                                 ExactSVMRegressor, NystromRidgeClassifier])
+def test_sparse_y_is_refused_in_one_line(cls, data):
+    X, yc, yr = data
+    y = yr if "Regressor" in cls.__name__ else yc
+    for Y in (sp.csr_matrix(y.reshape(-1, 1)), sp.csr_matrix(y.reshape(1, -1)).T):
+        with pytest.raises((TypeError, ValueError), match="sparse") as e:
+            cls().fit(X, Y)
+        assert "\n" not in str(e.value)
+
+
+def test_fourier_blocks_row_major_cache_holds_the_same_draws():
+    """Sparse rows read W from the row-major cache: the same numbers as the dense cache's, so
+    their features are those of the dense rows (up to the products' rounding)."""
+    from kernelscale.kernels import FourierBlocks
+
+    blocks = FourierBlocks(make_kernel("gaussian", 0.8), 30, 16, seed=4, dtype=np.float32)
+    W, b = blocks.params(1, 4)
+    Wr, br = blocks.params(1, 4, rows=True)
+    assert np.array_equal(W, Wr) and np.array_equal(b, br)
+    assert Wr.strides[1] == Wr.itemsize  # rows are contiguous runs of features
+    X = sp.random(40, 30, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    np.testing.assert_allclose(blocks.features(X, 1, 4), blocks.features(X.toarray(), 1, 4),
+                               rtol=1e-5, atol=1e-6)
+    small = FourierBlocks(make_kernel("gaussian", 0.8), 30, 16, seed=4, dtype=np.float32,
+                          cache_bytes=1)  # beyond the cache: drawn, C-ordered
+    assert np.array_equal(small.params(1, 4, rows=True)[0], blocks.params(1, 4)[0])
