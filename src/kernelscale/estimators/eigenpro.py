@@ -211,6 +211,8 @@ class _RFEigenPro(_EigenProBase):
 
 
 _REGRESSOR = """\
+Multi-output y allowed.
+
 %(regressor_doc)s
 >>> from kernelscale.estimators.eigenpro import %(name)s
 >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
@@ -219,6 +221,8 @@ _REGRESSOR = """\
 >>> model.predict(X[:3]).shape
 (3,)"""
 _CLASSIFIER = """\
+Least squares on one-hot targets, predict by argmax.
+
 %(classifier_doc)s
 >>> from kernelscale.estimators.eigenpro import %(name)s
 >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
@@ -253,10 +257,9 @@ class _Classifier(ClassifierTargets, ClassifierMixin, _EigenProBase):
 @fill_doc(**_EIGENPRO_DOCS, parameters="%(parameters_kernel)s", example=_REGRESSOR,
           name="EigenProRegressor")
 class EigenProRegressor(_Regressor, _KernelEigenPro):
-    """EigenPro least-squares regression over the training points; multi-output y allowed.
-
-    Mini-batch SGD on the square loss whose top-k eigendirections are flattened by a
-    preconditioner estimated on a subsample, so that a much larger step is stable.
+    """EigenPro least-squares regression over the training points: mini-batch SGD on the
+    square loss whose top-k eigendirections are flattened by a preconditioner estimated on a
+    subsample, so that a much larger step is stable.
 
     %(example)s
     """
@@ -265,30 +268,19 @@ class EigenProRegressor(_Regressor, _KernelEigenPro):
 @fill_doc(**_EIGENPRO_DOCS, parameters="%(parameters_kernel)s", example=_CLASSIFIER,
           name="EigenProClassifier")
 class EigenProClassifier(_Classifier, _KernelEigenPro):
-    """EigenPro classification over the training points: least squares on one-hot targets,
-    predict by argmax.
-
-    %(example)s
-    """
+    """EigenPro classification over the training points. %(example)s"""
 
 
 @fill_doc(**_EIGENPRO_DOCS, parameters="%(parameters_rf)s", example=_REGRESSOR,
           name="EigenProRFRegressor")
 class EigenProRFRegressor(_Regressor, _RFEigenPro):
-    """EigenPro least-squares regression on random Fourier features; multi-output y allowed.
-
-    %(example)s
-    """
+    """EigenPro least-squares regression on random Fourier features. %(example)s"""
 
 
 @fill_doc(**_EIGENPRO_DOCS, parameters="%(parameters_rf)s", example=_CLASSIFIER,
           name="EigenProRFClassifier")
 class EigenProRFClassifier(_Classifier, _RFEigenPro):
-    """EigenPro classification on random Fourier features: least squares on one-hot targets,
-    predict by argmax.
-
-    %(example)s
-    """
+    """EigenPro classification on random Fourier features. %(example)s"""
 
 
 __all__ = ["EigenProClassifier", "EigenProRFClassifier", "EigenProRFRegressor",
