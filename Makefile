@@ -130,11 +130,11 @@ test-slurm: $(STAMP)
 # The edit-test loop (~100 s on 2 cores; `make test` takes 14-16 min): no end-to-end, Slurm or
 # GPU tests, nor the files and tests that take most of the suite's time (dask clusters, Snakemake
 # subprocesses, convergence to exact kernel ridge, divergence sweeps, scikit-learn's checks of the
-# baselines); stops at the first failure.
+# baselines and of every estimator at its defaults); stops at the first failure.
 QUICK_SKIP = $(foreach f,divergence* distributed* spread* scale* realdata_defaults faults data_memory \
-  baselines_checks workflow_pipeline reproduce slurm,--ignore-glob='tests/test_$(f).py') \
+  baselines_checks sklearn_defaults workflow_pipeline reproduce slurm,--ignore-glob='tests/test_$(f).py') \
   --ignore=tests/gpu -k "not converge and not learnable_problem and not norma_is_stable \
-  and not norma_auto_budget and not resume and not selection_result_is_unchanged \
+  and not norma_auto_max_terms and not resume and not selection_result_is_unchanged \
   and not spread_over_dask and not paper_configs and not under_snakemake"
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -q -x -p no:cacheprovider -m "not slow and not slurm and not gpu" \
