@@ -32,7 +32,8 @@ BASELINE = "trivial baseline"
 EXACT_PREFIX = "best exact kernel"
 COLUMNS = ["dataset", "algorithm", "estimator", "seed", "metric", "value", "at_baseline",
            "test_accuracy", "test_r2", "train_time_s", "predict_time_s", "peak_mem_mb",
-           "model_size_mb", "bandwidth", "reg", "n_features", "iterations", "baseline_value",
+           "model_size_mb", "bandwidth", "reg", "l1_reg", "n_features", "iterations",
+           "baseline_value",
            "n_train", "d", "device", "run_id"]
 WIDE_QUANTITIES = (("value", "error"), ("train_time_s", "fit s"), ("predict_time_s", "predict s"),
                    ("model_size_mb", "size MB"))
@@ -111,6 +112,7 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
         "model_size_mb": num("metrics.final.model_size_mb"),
         "bandwidth": num("params.chosen.bandwidth"),
         "reg": num("params.chosen.reg"),
+        "l1_reg": num("params.chosen.l1_reg"),  # RB-CD's L1 weight (its reg column is empty)
         # RFF and Nystrom: n_components; Random Binning: its non-empty bins; DSG: blocks x size
         "n_features": num("params.chosen.n_components").fillna(num("params.chosen.n_features_out"))
         .fillna(num("metrics.n_blocks") * num("params.chosen.block_size")).astype("Int64"),
