@@ -78,12 +78,12 @@ def window_for(solver, rows: Rows, engine, keep: bool) -> int | None:
     return budget_window(engine, X, rows.batch_size, solver.block_size, rows.dtype, work)
 
 
-def train(est, solver, rows: Rows, n_iter: int, *, name: str, hint: str, progress_name=None,
+def train(est, solver, rows: Rows, n_iter: int, *, name: str, hint: str,
           spread: Callable | None = None) -> None:
     """Run ``n_iter`` steps of ``solver`` on ``rows`` for estimator ``est`` (its ``engine_``,
     ``history_`` and ``verbose``); sets ``est.window_rows_``, ``est.n_iter_`` and, for a
-    spread fit, ``est.spread_``. ``spread(stream_kw)`` returns the spread rows of this fit, or
-    None to run in this process (``spread.rows_for``)."""
+    spread fit, ``est.spread_``. ``spread(stream_kw, stream=, keep_rows=)`` returns the spread
+    rows of this fit, or None to run in this process (``spread.rows_for``)."""
     engine, xp = est.engine_, solver.xp
     keep = not rows.own and keeps_rows(solver, rows.X, engine)
     window_rows = window_for(solver, rows, engine, keep)
@@ -95,12 +95,12 @@ def train(est, solver, rows: Rows, n_iter: int, *, name: str, hint: str, progres
     encode = rows.encode
 
     def batches(t):
-        batch = stream.batch(t, with_ids=rows.with_ids) if rows.with_ids else stream.batch(t)
+        batch = stream.batch(t, with_ids=rows.with_ids)
         if encode is None:
             return batch
         return (batch[0], encode(batch[1], xp), *batch[2:])
 
-    progress = Progress(progress_name or name, n_iter, getattr(est, "verbose", 0))
+    progress = Progress(name, n_iter, getattr(est, "verbose", 0))
     spread_rows = None
     try:
         if spread is not None:
