@@ -20,6 +20,7 @@ LIVENESS_POLL_S = 2.0  # how often a waiting call checks that its workers are st
 # how long a failed task waits for the scheduler to report its worker gone before its error
 # is taken as the task's own (a killed worker's tasks may fail before it is dropped)
 LOST_GRACE_S = 30.0
+NO_WORKERS_WAIT_S = 30.0  # how long a fit waits for a cluster without workers to get one
 _PARTS: dict = {}  # in each worker process: the fits' parts, by key
 _PARKED: dict = {}  # in each worker process: what the last fit to end parked
 
@@ -128,8 +129,12 @@ class Spread:
     def __init__(self, client, labels=None):
         self.client = client
         workers = sorted(client.scheduler_info()["workers"])
-        if not workers:
-            raise RuntimeError("the dask cluster has no workers")
+        if not workers:  # a nanny may be restarting them: wait a little before giving up
+            try:
+                client.wait_for_workers(1, timeout=NO_WORKERS_WAIT_S)
+            except TimeoutError:
+                raise RuntimeError("the dask cluster has no workers") from None
+            workers = sorted(client.scheduler_info()["workers"])
         self.workers = workers
         self.key = None
         self.lost: list[str] = []
