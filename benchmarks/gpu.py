@@ -17,6 +17,15 @@ Sections (``--sections``):
   the GPU under ``memory_budget``; wall time, peak GPU memory (the cupy pool's bytes, polled every
   2 ms) and the test error on 200k held-out rows (rows n .. n + 199,999 of the same stream).
 
+* ``huge``: ``--n`` (e.g. 10^8) ``bayes`` rows written once to ``--workdir`` by parallel
+  processes, the disk's cold read rate, then one DSG-family estimator at its defaults in
+  warm-started segments of ``--segment-epochs`` passes until ``--scale-cap`` seconds, each segment
+  checkpointed (a pickle in ``--workdir``: a later call resumes) and recorded (test error, GPU pool
+  and host RSS peaks, bytes read from disk); finally f over all blocks for one batch with the
+  fused sum and with the feature matrices formed.
+* ``rff-batch``: RFF-SGD on the first ``--rff-rows`` rows of that data at each ``--rff-batches``
+  batch size for ``--rff-cap`` seconds: steps/s and the test error after each pass.
+
 Timings: CUDA work is synchronised before each clock read; medians of repeated runs after a
 warm-up. TF32 is off unless ``CUPY_TF32=1`` is set (cupy's default): the GEMM rate is plain FP32.
 
@@ -163,27 +172,51 @@ def dsg_profile(log=print) -> None:
 D_SCALE, NOISE = 20, 0.3
 
 
-def write_problem(path: Path, n: int, n_test: int, chunk: int = 100_000, seed: int = 0):
-    """Generator ``bayes``'s rows 0 .. n - 1 (train) and n .. n + n_test - 1 (test) to zarr,
-    chunk by chunk (one chunk and one 8192-row block in memory). Returns the Bayes error of the
-    test rows given their x."""
+def _write_rows(job):
+    """Rows lo .. hi - 1 of the stream into arrays (name, "y" + name[1:]) from row ``first``."""
     import zarr
 
-    from kernelscale.pipeline.data.bayes import bayes_chunks, bayes_params, conditional_error
+    from kernelscale.pipeline.data.bayes import bayes_chunks, conditional_error
+
+    path, name, params, chunk, first, lo, hi = job
+    g = zarr.open_group(str(path), mode="r+")
+    bayes = 0.0
+    for row, X, y in bayes_chunks(params, chunk, lo, hi):
+        g[name][row - first:row - first + len(X)] = X
+        g["y" + name[1:]][row - first:row - first + len(y)] = y
+        if name == "X_test":  # P(label != Bayes prediction | x) for each test row, exactly
+            bayes += float(conditional_error(params, X).sum())
+    return bayes
+
+
+def write_problem(path: Path, n: int, n_test: int, chunk: int = 100_000, seed: int = 0,
+                  workers: int = 1):
+    """Generator ``bayes``'s rows 0 .. n - 1 (train) and n .. n + n_test - 1 (test) to zarr,
+    chunk by chunk (one chunk and one 8192-row block in memory per process; ``workers``
+    processes, each a run of whole chunks). Returns the Bayes error of the test rows given
+    their x."""
+    import multiprocessing as mp
+
+    import zarr
+
+    from kernelscale.pipeline.data.bayes import bayes_params
 
     params = bayes_params(n, D_SCALE, NOISE, seed)
     g = zarr.open_group(str(path), mode="w")
-    bayes_test = 0.0
+    jobs = []
     for name, lo, rows in (("X", 0, n), ("X_test", n, n_test)):
-        X_out = g.create_array(name, shape=(rows, D_SCALE), chunks=(chunk, D_SCALE), dtype="f4",
-                               compressors=None)
-        y_out = g.create_array("y" + name[1:], shape=(rows,), chunks=(chunk,), dtype="i1",
-                               compressors=None)
-        for first, X, y in bayes_chunks(params, chunk, lo, lo + rows):
-            X_out[first - lo:first - lo + len(X)] = X
-            y_out[first - lo:first - lo + len(y)] = y
-            if name == "X_test":  # P(label != Bayes prediction | x) for each test row, exactly
-                bayes_test += float(conditional_error(params, X).sum())
+        g.create_array(name, shape=(rows, D_SCALE), chunks=(chunk, D_SCALE), dtype="f4",
+                       compressors=None)
+        g.create_array("y" + name[1:], shape=(rows,), chunks=(chunk,), dtype="i1",
+                       compressors=None)
+        per = max(chunk, -(-rows // chunk // max(1, workers)) * chunk)
+        jobs += [(path, name, params, chunk, lo, a, min(lo + rows, a + per))
+                 for a in range(lo, lo + rows, per)]
+    if workers <= 1:
+        bayes_test = sum(_write_rows(j) for j in jobs)
+    else:
+        with mp.get_context("fork").Pool(workers) as pool:
+            bayes_test = sum(pool.map(_write_rows, jobs))
     return bayes_test / n_test
 
 
@@ -307,6 +340,199 @@ def scale(n: int, n_test: int, budget_mb: float, cap_s: float, names, workdir, l
     return rows, gen_s
 
 
+# -- 10^8 rows: a checkpointed, resumable DSG run with where its time goes (issue 41) ----------
+
+
+def drop_page_cache() -> bool:
+    """Write back and drop the OS page cache (root only), so that the next read is the disk's."""
+    import subprocess
+
+    try:
+        subprocess.run(["sync"], check=False)
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def _io_read_bytes() -> int:
+    """Bytes this process read from the block device (/proc/self/io read_bytes)."""
+    try:
+        for line in Path("/proc/self/io").read_text().splitlines():
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _rss_peak_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def read_rate(X, rows_per_read: int = 1_000_000) -> tuple[float, float]:
+    """(seconds, bytes/s) to read every row of the zarr array X in windows, page cache dropped."""
+    cold = drop_page_cache()
+    t = time.perf_counter()
+    total = 0
+    for lo in range(0, X.shape[0], rows_per_read):
+        total += X[lo:lo + rows_per_read].nbytes
+    sec = time.perf_counter() - t
+    return sec, total / sec if cold else float("nan")
+
+
+def fused_vs_formed(est, X_batch, log=print) -> dict:
+    """Device time of f on one training batch over all of the model's blocks, with the fused
+    sum (``FourierBlocks.weighted_sum``) and with the feature matrices formed."""
+    cp = _cp()
+    from kernelscale.kernels import _fused
+
+    model = est.model_
+    Xb = cp.asarray(X_batch, dtype=model.blocks.dtype)
+    t_h2d = _median_time(lambda: cp.asarray(X_batch), reps=5, warmup=1)
+    fused = _median_time(lambda: model.decision(Xb), reps=3, warmup=1)
+    keep = _fused.fourier_sum
+    _fused.fourier_sum = lambda *a, **k: False
+    try:
+        formed = _median_time(lambda: model.decision(Xb), reps=2, warmup=1)
+    finally:
+        _fused.fourier_sum = keep
+    row = dict(rows=len(X_batch), blocks=model.n_blocks, features=model.n_blocks * model.blocks.F,
+               h2d_s=t_h2d, fused_s=fused, formed_s=formed,
+               fused_pairs_per_s=len(X_batch) * model.n_blocks * model.blocks.F / fused)
+    log(f"[huge] f over {model.n_blocks} blocks for {len(X_batch):,} rows: fused {fused:.3f} s, "
+        f"formed {formed:.3f} s ({formed / fused:.1f} x); host->device copy {t_h2d * 1e3:.1f} ms")
+    return row
+
+
+def huge(n: int, n_test: int, budget_mb: float, cap_s: float, name: str, workdir, out: Path,
+         tag: str, segment_epochs: float = 0.1, log=print) -> list[dict]:
+    """``name`` (DSG family) at its defaults on n ``bayes`` rows written once to
+    ``workdir/huge.zarr`` (kept: a later call resumes), streamed from disk under
+    ``memory_budget=budget_mb``, in warm-started segments of ``segment_epochs`` passes until
+    ``cap_s`` seconds of fitting in this call. After each segment: the estimator is pickled to
+    ``workdir`` (the checkpoint a later call resumes from) and one row is added to
+    ``out/gpu-huge-<tag>.jsonl``: steps, passes, fit seconds, test error, GPU pool peak, host
+    RSS peak and the bytes read from disk."""
+    import pickle
+
+    from kernelscale.io import open_zarr
+    from kernelscale.pipeline import registry
+    from kernelscale.pipeline.data.bayes import bayes_error, bayes_params
+    from kernelscale.solvers.dsg import auto_sizes
+
+    workdir = Path(workdir)
+    path, marker = workdir / "huge.zarr", workdir / "huge.json"
+    if not marker.exists():
+        t = time.perf_counter()
+        bayes = write_problem(path, n, n_test, workers=max(1, (os.cpu_count() or 2) - 2))
+        gen_s = time.perf_counter() - t
+        population = bayes_error(bayes_params(n, D_SCALE, NOISE))[0]
+        X = open_zarr(path, "X")
+        read_s, rate = read_rate(X)
+        meta = dict(n=n, n_test=n_test, bayes_test=bayes, bayes_population=population,
+                    gen_s=gen_s, read_s=read_s, read_bytes_per_s=rate, bytes=X.nbytes)
+        marker.write_text(json.dumps(meta))
+        log(f"[huge] wrote {n:,} + {n_test:,} rows in {gen_s:.0f} s; read back cold in "
+            f"{read_s:.1f} s ({rate / 1e9:.2f} GB/s); Bayes error of the test rows "
+            f"{100 * bayes:.2f} %")
+    meta = json.loads(marker.read_text())
+    (out / f"gpu-huge-{tag}-data.json").write_text(json.dumps(meta))
+    if cap_s <= 0:  # the data alone
+        return []
+    X, y = open_zarr(path, "X"), open_zarr(path, "y")[:]
+    Xte, yte = open_zarr(path, "X_test")[:], open_zarr(path, "y_test")[:]
+    ckpt, rows_path = workdir / f"{name}.pkl", out / f"gpu-huge-{tag}.jsonl"
+    if ckpt.exists():
+        with open(ckpt, "rb") as f:
+            est, fit_total = pickle.load(f)
+        log(f"[huge] resumed {name} from {ckpt}: {est.n_iter_} steps, {fit_total:.0f} s")
+    else:
+        engine = {"device": "gpu", "memory_budget": budget_mb, "dtype": "float32"}
+        est = registry.make_estimator(name, "classification", engine=engine, random_state=0,
+                                      warm_start=True)
+        fit_total = 0.0
+    B = min(n, auto_sizes(n, D_SCALE)[1])
+    per_pass = -(-n // B)
+    est.set_params(n_iter=max(1, int(round(segment_epochs * per_pass))))
+    drop_page_cache()  # the first segment of this call reads from the disk
+    spent, rows = 0.0, []
+    while spent < cap_s:
+        io0, t = _io_read_bytes(), time.perf_counter()
+        with GpuPeak() as peak:
+            est.fit(X, y)
+            _sync()
+        seg = time.perf_counter() - t
+        spent += seg
+        fit_total += seg
+        read = _io_read_bytes() - io0
+        t = time.perf_counter()
+        err = float(np.mean(est.predict(Xte) != yte))
+        pred_s = time.perf_counter() - t
+        steps = int(est.n_iter_)
+        row = dict(estimator=name, n=n, steps=steps, passes=steps * B / n, blocks=est.n_blocks_,
+                   segment_s=round(seg, 2), fit_s=round(fit_total, 1), test_error=err,
+                   bayes_test=meta["bayes_test"], predict_s=round(pred_s, 2),
+                   gpu_pool_peak_mib=round(peak.peak / 2**20), host_rss_peak_mib=round(
+                       _rss_peak_mib()), disk_read_mb=round(read / 2**20),
+                   disk_read_mb_per_s=round(read / 2**20 / seg, 1),
+                   batch_size=B, block_size=est.block_size_, per_pass=per_pass,
+                   window_rows=getattr(est, "window_rows_", None))
+        rows.append(row)
+        with open(rows_path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        with open(ckpt, "wb") as f:
+            pickle.dump((est, fit_total), f)
+        log(f"[huge] {name}: {steps} steps = {row['passes']:.3f} passes, {row['blocks']} blocks,"
+            f" segment {seg:.1f} s (fit {fit_total:.0f} s), test error {100 * err:.2f} % "
+            f"(Bayes {100 * meta['bayes_test']:.2f} %), GPU pool {row['gpu_pool_peak_mib']} MiB,"
+            f" host RSS {row['host_rss_peak_mib']} MiB, disk {row['disk_read_mb']} MB")
+    bench = fused_vs_formed(est, X[:B], log)
+    with open(out / f"gpu-huge-{tag}-fused.json", "w") as f:
+        json.dump(bench, f)
+    return rows
+
+
+def rff_batches(n: int, batches, cap_s: float, workdir, out: Path, tag: str,
+                log=print) -> list[dict]:
+    """RFF-SGD (defaults but ``batch_size``) on the first n rows of ``workdir/huge.zarr``, one
+    pass per fit, until ``cap_s`` fit seconds each: steps per second and the test error."""
+    from kernelscale.io import open_zarr
+    from kernelscale.pipeline import registry
+
+    path = Path(workdir) / "huge.zarr"
+    X, y = open_zarr(path, "X")[:n], open_zarr(path, "y")[:n]
+    Xte, yte = open_zarr(path, "X_test")[:], open_zarr(path, "y_test")[:]
+    rows = []
+    for B in batches:
+        est = registry.make_estimator("rff_sgd", "classification", random_state=0,
+                                      warm_start=True, batch_size=int(B), n_iter="1 epochs",
+                                      engine={"device": "gpu", "dtype": "float32"})
+        fit_s, passes, curve = 0.0, 0, []
+        while fit_s < cap_s:
+            t = time.perf_counter()
+            est.fit(X, y)
+            _sync()
+            fit_s += time.perf_counter() - t
+            passes += 1
+            err = float(np.mean(est.predict(Xte) != yte))
+            curve.append((round(fit_s, 2), passes, err))
+        row = dict(n=n, batch_size=int(B), passes=passes, fit_s=round(fit_s, 2),
+                   steps_per_s=round(est.n_iter_ / fit_s, 1), test_error=err,
+                   eta0=float(est.eta0_), n_components=int(est.n_components_),
+                   curve=json.dumps(curve))
+        rows.append(row)
+        with open(out / f"gpu-rff-batch-{tag}.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+        log(f"[rff] B={B}: {passes} passes in {fit_s:.1f} s, {row['steps_per_s']} steps/s, "
+            f"eta0 {row['eta0']:.3g}, test error {100 * err:.2f} %, curve {curve}")
+        del est
+        _cp().get_default_memory_pool().free_all_blocks()
+    return rows
+
+
 # -- deformed Fashion-MNIST ----------------------------------------------------------------------
 
 
@@ -403,6 +629,9 @@ def main(argv=None) -> int:
     p.add_argument("--deformed-n", type=int, default=1_000_000)
     p.add_argument("--fashion", type=Path, default=Path(".devdata/fashion-mnist"))
     p.add_argument("--workdir", default=None, help="where the zarr data goes (default: a temp dir)")
+    p.add_argument("--rff-rows", type=int, default=2_000_000)
+    p.add_argument("--rff-batches", type=int, nargs="*", default=[64, 512, 4096, 32768])
+    p.add_argument("--rff-cap", type=float, default=12.0)
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--tag", default=time.strftime("%Y-%m-%d") + "-gpu")
     args = p.parse_args(argv)
@@ -431,6 +660,13 @@ def main(argv=None) -> int:
         _write(rows, out / f"gpu-scale-{args.tag}.csv")
         md += [f"## {args.n:,} points streamed from zarr (generated in {gen_s:.0f} s)\n", _md(rows),
                ""]
+    if "huge" in args.sections:
+        huge(args.n, args.n_test, args.budget_mb, args.scale_cap, args.estimators[0],
+             args.workdir or "/tmp/huge", out, args.tag, args.segment_epochs,
+             lambda s: print(s, flush=True))
+    if "rff-batch" in args.sections:
+        rff_batches(args.rff_rows, args.rff_batches, args.rff_cap, args.workdir or "/tmp/huge",
+                    out, args.tag, lambda s: print(s, flush=True))
     if "deformed" in args.sections:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             rows, gen_s = deformed(args.deformed_n, args.budget_mb, args.scale_cap,

@@ -2,7 +2,8 @@
 # One call on a lent GPU machine (issue 11). The machine has no package registry: the wheels it
 # lacks travel in .whl (benchmarks/gpu_wheels.sh). Then the named steps run, each under its own
 # time limit; logs and results go under $OUT.
-#   bash benchmarks/gpu_session.sh tests blocks dsg-profile scale-small race scale deformed
+#   bash benchmarks/gpu_session.sh tests blocks dsg-profile scale-small race scale deformed huge rff-batch
+# (rff-batch reads the data that huge writes to /tmp/huge.)
 # (tests-bg: make test-gpu in the background, beside the steps after it.)
 # Steps longer than one call (10 min): start it detached (setsid, OUT=/tmp/gpu-out) and collect
 # /tmp/gpu-out/session.tgz with later calls while the machine is warm.
@@ -52,6 +53,12 @@ for s in "$@"; do
                 --workdir /tmp --deformed-n ${DEFORMED_N:-1000000} --fashion .devdata/fashion-mnist \
                 --scale-cap ${DEFORMED_CAP:-75} --estimators ${DEFORMED_ESTIMATORS:-dsg eigenpro_rf rff_sgd} \
                 ${DEFORMED_EXTRA:-} --out "$R" --tag "$TAG" ;;
+    huge) step huge ${HUGE_LIMIT:-560} python3 benchmarks/gpu.py --sections huge --workdir /tmp/huge \
+            --n ${HUGE_N:-100000000} --n-test 100000 --estimators ${HUGE_ESTIMATOR:-dsg} \
+            --budget-mb ${HUGE_BUDGET:-16384} --scale-cap ${HUGE_CAP:-480} \
+            --segment-epochs ${HUGE_SEGMENT:-0.1} --out "$R" --tag "$TAG" ;;
+    rff-batch) step rff-batch 120 python3 benchmarks/gpu.py --sections rff-batch --workdir /tmp/huge \
+                 --rff-rows 2000000 --rff-cap 12 --out "$R" --tag "$TAG" ;;
     race) step race ${RACE_LIMIT:-420} python3 benchmarks/realdata.py --device gpu \
             --devdata .devdata --no-references --algorithms dsg udsg cdsg eigenpro eigenpro_rf \
             kernel_sgd rb_cg rff_sgd rff_svrg nystrom exact_krr pegasos norma --datasets ${RACE_DATASETS:-dev_twonorm \

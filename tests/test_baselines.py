@@ -346,3 +346,23 @@ def test_device_gpu_model_predicts_on_a_host_without_gpu(make):
     np.testing.assert_array_equal(est.predict(X), out)
     with pytest.raises(DeviceError):
         est.fit(X, y)
+
+
+def test_rff_auto_batch_is_64_on_the_host_and_fills_a_device_step():
+    """batch_size="auto": 64 on numpy (the fitted models as before); on a GPU the smallest power
+    of two whose m x D feature matrix reaches DEVICE_STEP_BYTES, halved to fit half the budget."""
+    import types
+
+    from sklearn.datasets import make_classification
+
+    from kernelscale.estimators import RFFSGDClassifier
+    from kernelscale.solvers.rff_sgd import DEVICE_STEP_BYTES, auto_batch_size
+
+    X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    assert RFFSGDClassifier(random_state=0).fit(X, y).batch_size_ == 64
+    gpu = types.SimpleNamespace(__name__="cupy")
+    m = auto_batch_size(gpu, 50_970, 20, np.float32)
+    assert m * 50_970 * 4 >= DEVICE_STEP_BYTES > (m // 2) * 50_970 * 4 and m & (m - 1) == 0
+    assert auto_batch_size(gpu, 50_970, 20, np.float64) == m // 2
+    small = auto_batch_size(gpu, 50_970, 20, np.float32, budget_mb=100)
+    assert 64 <= small < m and small * (20 + 3 * 50_970) * 4 <= 50 * 2**20 < 2 * small * (20 + 3 * 50_970) * 4

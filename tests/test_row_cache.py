@@ -37,7 +37,8 @@ def no_cache(monkeypatch):
 def test_cached_f_is_f_over_all_blocks_at_every_step(variant, piece, monkeypatch):
     """Every batch's f from the cache equals f evaluated over all blocks, step after step, over
     five epochs (rows caught up on new blocks and, for UDSG / CDSG, on updated old ones); also
-    with the catch-up's features computed in pieces of ``piece`` rows, as on a GPU."""
+    with the catch-up's features computed in pieces of ``piece`` rows, as on a GPU. The
+    per-visit row counts (the change log's trimming) match a scan of every row's visit."""
     X, y = _data()
     checked = []
     if piece is not None:
@@ -49,6 +50,9 @@ def test_cached_f_is_f_over_all_blocks_at_every_step(variant, piece, monkeypatch
         full = model.decision(Xb, coefficient_units=True)
         assert np.allclose(out, full, rtol=1e-10, atol=1e-12 * float(np.abs(full).max() + 1))
         checked.append(int(np.sum(self.seen[ids] > 0)))
+        # the visit counts that find the oldest visit are those of a scan over every row
+        at, counts = np.unique(self.seen[self.seen >= 0], return_counts=True)
+        assert self.visits == dict(zip(at.tolist(), counts.tolist(), strict=True))
         return out
 
     monkeypatch.setattr(row_cache.RowCache, "values", values)

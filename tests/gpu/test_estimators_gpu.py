@@ -52,9 +52,11 @@ CASES = [
     ("eigenpro-rff-clf", lambda **k: EigenProRFClassifier(**EP, **k), "clf3"),
     ("rb-cg", lambda **k: RBRegressor(n_components=32, tol=1e-10, **_no_dtype(k)), "reg"),
     ("rb-cg-clf", lambda **k: RBClassifier(n_components=32, tol=1e-10, **_no_dtype(k)), "clf"),
-    ("rff-sgd", lambda **k: RFFSGDRegressor(n_components=100, n_iter="3 epochs", **k), "reg"),
+    # batch_size pinned: "auto" is larger on a GPU by design (solvers.rff_sgd.auto_batch_size)
+    ("rff-sgd", lambda **k: RFFSGDRegressor(n_components=100, n_iter="3 epochs", batch_size=64,
+                                            **k), "reg"),
     ("rff-svrg-clf", lambda **k: RFFSGDClassifier(solver="svrg", n_components=100, n_iter="3 epochs",
-                                                  **k), "clf"),
+                                                  batch_size=64, **k), "clf"),
     ("nystrom", lambda **k: NystromRidgeRegressor(n_components=100, **k), "reg"),
     ("nystrom-clf", lambda **k: NystromRidgeClassifier(n_components=100, **k), "clf3"),
     ("exact-krr", lambda **k: ExactKRRRegressor(**k), "reg"),

@@ -80,3 +80,57 @@ def test_rowwise_csr_products_match_scipy_and_repeat_exactly(cp):
     np.testing.assert_array_equal((dA @ cp.asarray(P)).get(), out)
     np.testing.assert_allclose((dA @ cp.asarray(P[:, 0])).get(), A @ P[:, 0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(dA.sum(axis=1).get(), np.asarray(A.sum(axis=1)).ravel(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,C", [("float32", 1), ("float32", 3), ("float64", 2)])
+def test_fused_feature_sum_equals_the_feature_matrix_product(cp, dtype, C, monkeypatch):
+    """FourierBlocks.weighted_sum (one kernel, no feature matrix) against forming the features:
+    whole-block sums (DSGModel.decision) and prefix-limited terms (the row cache's catch-up)."""
+    from kernelscale.kernels import _fused
+
+    if not hasattr(cp, "RawKernel"):
+        pytest.skip("this cupy offers no RawKernel (tests/gpu/fakecupy)")
+    rng = np.random.default_rng(0)
+    n, d, F, m = 3000, 20, 256, 7
+    X = cp.asarray(rng.standard_normal((n, d)), dtype=dtype)
+    fb = FourierBlocks(make_kernel("gaussian", 3.0), d, F, seed=1, xp=cp, dtype=np.dtype(dtype))
+    coefs = cp.asarray(rng.standard_normal((m, F, C)), dtype=dtype)
+    ks = np.array([0, 3, 1, 6, 2, 3, 5])  # repeats and any order, as the change log has
+    limits = np.array([n, 2500, 2500, 1800, 700, 700, 1])
+    fused = cp.zeros((n, C), dtype=dtype)
+    assert fb.weighted_sum(X, ks, coefs, limits, fused)
+    want = cp.zeros((n, C), dtype=dtype)
+    for k, c, r in zip(ks, coefs, limits, strict=True):
+        want[:r] += fb.features(X[:r], int(k), scaled=False) @ c
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    scale = float(cp.abs(want).max())
+    assert float(cp.abs(fused - want).max()) <= tol * scale
+    again = cp.zeros((n, C), dtype=dtype)
+    fb.weighted_sum(X, ks, coefs, limits, again)
+    assert bool((again == fused).all())  # no atomics: the same sums, bit for bit
+    monkeypatch.setattr(_fused, "fourier_sum", lambda *a, **k: False)
+    assert not fb.weighted_sum(X, ks, coefs, limits, cp.zeros((n, C), dtype=dtype))
+
+
+def test_dsg_fused_and_unfused_decisions_agree_and_fit_the_same(cp, monkeypatch):
+    """A DSG fit on the GPU with the fused sums (prediction and row-cache catch-up) against the
+    same fit that forms every feature matrix: the same model up to float32 rounding."""
+    from kernelscale.kernels import _fused
+
+    if not hasattr(cp, "RawKernel"):
+        pytest.skip("this cupy offers no RawKernel (tests/gpu/fakecupy)")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20_000, 10)).astype(np.float32)
+    y = (np.sin(X[:, :3].sum(axis=1)) > 0).astype(int)
+    kw = dict(n_iter=40, batch_size=2048, block_size=512, random_state=0,
+              engine={"dtype": "float32", "device": "gpu"})
+    fused = DSGClassifier(**kw).fit(X, y)
+    f1 = cp.asnumpy(fused.decision_function(X[:5000]))
+    monkeypatch.setattr(_fused, "fourier_sum", lambda *a, **k: False)
+    f0 = cp.asnumpy(fused.decision_function(X[:5000]))
+    gap = np.abs(f1 - f0).max() / np.abs(f0).max()
+    assert gap <= 1e-4, gap
+    plain = DSGClassifier(**kw).fit(X, y)
+    f2 = cp.asnumpy(plain.decision_function(X[:5000]))
+    gap, agree = np.abs(f2 - f1).max() / np.abs(f1).max(), np.mean(np.sign(f2) == np.sign(f1))
+    assert gap <= 2e-2 and agree > 0.99, (gap, agree)

@@ -11,7 +11,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import FourierBlocks
-from ..solvers.rff_sgd import RFFSGD
+from ..solvers.rff_sgd import RFFSGD, auto_batch_size
 from ..spread import SpreadRFF, rows_for
 from ..training import Rows, as_targets
 from ._base import check_X
@@ -46,8 +46,10 @@ eta0 : "auto" or float > 0, default="auto"
     step (``solvers.rff_sgd``). A given eta0 is clamped to 1 / (2 nu), so that the shrink
     factor 1 - eta nu stays in [1/2, 1]. SGD decays it as eta0 / (1 + nu eta0 t); SVRG keeps
     it constant. Fitted: ``eta0_``.
-batch_size : int >= 1, default=64
-    m, rows per step, at most n. Fitted: ``batch_size_``.
+batch_size : "auto" or int >= 1, default="auto"
+    m, rows per step, at most n. "auto": 64 on the host; on a GPU the smallest power of two
+    whose m x D feature matrix holds 512 MB, within half the memory budget
+    (``solvers.rff_sgd.auto_batch_size``). Fitted: ``batch_size_``.
 svrg_inner : "epoch" or int >= 1, default="epoch"
     Steps between SVRG snapshots; "epoch": one pass (``solver="svrg"`` only).
 %(n_iter)s
@@ -81,13 +83,13 @@ class _RFFSGDBase(IterativeMixin, KernelEstimatorBase):
 
     _auto_epochs = 20
     _rules = {"solver": OneOf("sgd", "svrg"), "n_components": Int(1, "auto"), "reg": REG,
-              "eta0": Real(0, "auto", strict=True), "batch_size": Int(1),
+              "eta0": Real(0, "auto", strict=True), "batch_size": Int(1, "auto"),
               "svrg_inner": Int(1, "epoch"), "n_iter": ITERS}
     _used_only = {"svrg_inner": ("with solver='svrg'", ("solver",),
                                  lambda p: p["solver"] == "svrg")}
 
     def __init__(self, loss=None, solver="sgd", n_components="auto", reg="auto", eta0="auto",
-                 batch_size=64, svrg_inner="epoch", n_iter="auto", kernel="gaussian",
+                 batch_size="auto", svrg_inner="epoch", n_iter="auto", kernel="gaussian",
                  bandwidth="auto", warm_start=False, random_state=None, engine=None, verbose=0):
         store_params(self, locals())
 
@@ -102,7 +104,11 @@ class _RFFSGDBase(IterativeMixin, KernelEstimatorBase):
             self.n_components_ = n_features_rule(n, self.n_components)
             blocks = FourierBlocks(self.kernel_, self.n_features_in_, self.n_components_,
                                    self.seed_, xp=xp, dtype=dtype)
-            self.batch_size_ = min(int(self.batch_size), n)  # BatchStream caps it too
+            m = self.batch_size
+            if m == "auto":
+                m = auto_batch_size(xp, self.n_components_, self.n_features_in_, dtype,
+                                    self._resolve_engine().memory_budget)
+            self.batch_size_ = min(int(m), n)  # BatchStream caps it too
             per_epoch = -(-n // self.batch_size_)
             inner = per_epoch if self.svrg_inner == "epoch" else int(self.svrg_inner)
             self.solver_ = RFFSGD(blocks, loss, Y.shape[1], reg=self.reg_,
@@ -118,7 +124,7 @@ class _RFFSGDBase(IterativeMixin, KernelEstimatorBase):
             return rows_for(X, lambda client: SpreadRFF(client, X, Y, stream_kw,
                                                         self.solver_))
 
-        self._train(Rows(X, Y, int(self.batch_size), self.seed_, dtype, encode=as_targets(dtype)),
+        self._train(Rows(X, Y, self.batch_size_, self.seed_, dtype, encode=as_targets(dtype)),
                     f"RFF+{self.solver.upper()}", "set a smaller eta0 (or a larger reg)",
                     spread=spread)
         return self

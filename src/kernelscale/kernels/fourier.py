@@ -190,14 +190,34 @@ class FourierBlocks:
                 W, b = self._Wr, self._br
             return W[:, lo * self.F : hi * self.F], b[lo * self.F : hi * self.F]
         if hi <= self.max_cached:
-            with self._lock:
-                if hi > self._n_cached:
-                    # grow geometrically so that DSG's one-block-per-iteration growth is amortised
-                    self._extend_cache(min(self.max_cached, max(hi, 2 * self._n_cached)))
-                W, b = self._W, self._b
+            W, b = self._cached(hi)
             return W[lo * self.F : hi * self.F].T, b[lo * self.F : hi * self.F]
         W, b = self._host_blocks(lo, hi)
         return self.xp.asarray(W, dtype=self.dtype), self.xp.asarray(b, dtype=self.dtype)
+
+    def _cached(self, hi: int):
+        """The cache (W transposed, b) holding at least blocks 0..hi-1 (hi <= ``max_cached``)."""
+        with self._lock:
+            if hi > self._n_cached:
+                # grow geometrically so that DSG's one-block-per-iteration growth is amortised
+                self._extend_cache(min(self.max_cached, max(hi, 2 * self._n_cached)))
+            return self._W, self._b
+
+    def weighted_sum(self, X, ks, coefs, limits, out) -> bool:
+        """out[i] += sum_e [i < limits[e]] cos(x_i W_k + b_k) coefs[e], k = ks[e] (block k's
+        features without their factor sqrt(2/F); coefs: (E, F, C) or E arrays (F, C)), on a GPU in one kernel
+        that never forms the feature matrix (``_fused.fourier_sum``). Returns False, having done
+        nothing, where that kernel does not apply (numpy, sparse X, d > 64, C > 16, a block
+        beyond the parameter cache): the caller then forms the features."""
+        if self.xp is np or is_sparse(X) or len(ks) == 0:
+            return False
+        hi = int(max(ks)) + 1
+        if hi > self.max_cached or not _fused.fourier_sum_applies(X, out, self.xp):
+            return False
+        W, b = self._cached(hi)
+        if isinstance(coefs, (list, tuple)):
+            coefs = self.xp.stack(coefs)
+        return _fused.fourier_sum(X, W, b, self.F, ks, coefs, limits, out, self.xp)
 
     @property
     def scale(self) -> float:

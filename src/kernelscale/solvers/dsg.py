@@ -297,7 +297,8 @@ class DSGModel:
         return 1.0
 
     def decision(self, X, row_budget_bytes: int | None = None, coefficient_units: bool = False):
-        """f(X) = sum_j phi_j(X) alpha_j (Alg. 2), blocks stacked into products of
+        """f(X) = sum_j phi_j(X) alpha_j (Alg. 2): on a GPU in one fused kernel where it applies
+        (``FourierBlocks.weighted_sum``), else blocks stacked into products of
         ``row_budget_bytes`` feature matrices (whole blocks; at least one; default
         ``group_bytes``). ``coefficient_units``: f / (scale sqrt(2 / F)), the stored
         coefficients' units (``row_cache``)."""
@@ -310,7 +311,9 @@ class DSGModel:
             return out
         F = self.blocks.F
         g = self.blocks.group_size(X.shape[0], row_budget_bytes)
-        for lo in range(0, m, g):
+        fused = self.blocks.weighted_sum(X, np.arange(m), self.coef[:m],
+                                         np.full(m, X.shape[0]), out)
+        for lo in range(0, 0 if fused else m, g):
             hi = min(m, lo + g)
             Z = self.blocks.features(X, lo, hi, scaled=False)  # sqrt(2/F) applied below
             out += Z @ self.coef[lo:hi].reshape((hi - lo) * F, self.n_outputs)

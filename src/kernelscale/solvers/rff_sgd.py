@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
+import numpy as np
+
 from ..backend import asarray
 from ..budget import batch_bytes
 from ..stream import check_finite_rows, iter_row_chunks
@@ -36,6 +38,28 @@ from ._common import DeviceState, take_rows
 from .preconditioners import subsample_indices
 
 CURVATURE = {"square": 1.0, "logistic": 0.25, "softmax": 0.5, "squared_hinge": 2.0}
+HOST_BATCH = 64  # m for batch_size="auto" on the host
+# on a GPU: the (m, D) feature-matrix bytes that cover a step's fixed cost (docs/design.md)
+DEVICE_STEP_BYTES = 512 * 2**20
+
+
+def auto_batch_size(xp: ModuleType, n_components: int, n_features_in: int, dtype,
+                    budget_mb: float | None = None) -> int:
+    """m for ``batch_size="auto"``: ``HOST_BATCH`` on numpy; on a GPU the smallest power of two
+    >= ``HOST_BATCH`` whose (m, D) feature matrix holds ``DEVICE_STEP_BYTES``, halved (not below
+    ``HOST_BATCH``) while the batch's working set (``budget.batch_bytes``) exceeds half of
+    ``budget_mb``. With eta0="auto" the step follows m (the module docstring)."""
+    if xp.__name__ == "numpy":
+        return HOST_BATCH
+    item = np.dtype(dtype).itemsize
+    m = HOST_BATCH
+    while m * int(n_components) * item < DEVICE_STEP_BYTES:
+        m *= 2
+    if budget_mb is not None:
+        while m > HOST_BATCH and batch_bytes(m, n_features_in, n_components, dtype) > \
+                budget_mb * 2**20 / 2:
+            m //= 2
+    return m
 
 
 class RFFSGD(DeviceState):

@@ -50,6 +50,8 @@ class RowCache:
         self.w = xp.asarray(w, dtype=dtype)  # in X's dtype: no float64 copy of the batch
         self.log: list[tuple[int, object]] = []  # changes log_start, log_start + 1, ...
         self.log_start = 0
+        # visit position -> rows whose last visit it is: the oldest visit without a pass over n
+        self.visits: dict[int, int] = {}
 
     @staticmethod
     def nbytes(n_rows: int, n_outputs: int, itemsize: int) -> int:
@@ -88,6 +90,14 @@ class RowCache:
             self._catch_up(model, X[at], seen[order], u)
             out[at] = u
         self.value[xp.asarray(ids)] = out
+        rows, first = np.unique(ids, return_index=True)
+        before, counts = np.unique(seen[first], return_counts=True)
+        for p, c in zip(before.tolist(), counts.tolist(), strict=True):
+            if p >= 0:
+                left = self.visits.pop(p) - c
+                if left:
+                    self.visits[p] = left
+        self.visits[self.n_changes] = self.visits.get(self.n_changes, 0) + len(rows)
         self.seen[ids] = self.n_changes
         self.check[ids] = fingerprint
         return out
@@ -101,7 +111,8 @@ class RowCache:
     def _catch_up(self, model, X, seen, u) -> None:
         """u += sum of phi_k(x) Delta over the changes e >= seen_i of each row i; rows sorted by
         ``seen`` ascending, so change e concerns a prefix of them (those with seen_i <= e).
-        Each block's features are computed once, on the rows of its latest change (the most)."""
+        On a GPU one fused kernel where it applies (``FourierBlocks.weighted_sum``); else each
+        block's features are computed once, on the rows of its latest change (the most)."""
         first, end = int(seen[0]), self.n_changes
         if first >= end:
             return
@@ -111,6 +122,8 @@ class RowCache:
         for j, (k, _) in enumerate(changes):
             by_block.setdefault(k, []).append(j)
         blocks, xp = model.blocks, self.xp
+        if blocks.weighted_sum(X, [k for k, _ in changes], [c for _, c in changes], rows, u):
+            return
         piece = piece_rows(xp, blocks.F, blocks.dtype.itemsize)
         if piece:  # two buffers reused by every piece: no allocation in the loop
             Zbuf = xp.empty((piece, blocks.F), dtype=blocks.dtype)
@@ -138,8 +151,7 @@ class RowCache:
         """Block k changed by ``delta`` (coefficient units; a copy is kept). Drops the changes
         every visited row already includes."""
         self.log.append((int(k), delta.copy()))
-        visited = self.seen[self.seen >= 0]
-        oldest = int(visited.min()) if visited.size else self.n_changes
+        oldest = min(self.visits) if self.visits else self.n_changes
         if oldest > self.log_start:
             del self.log[: oldest - self.log_start]
             self.log_start = oldest
