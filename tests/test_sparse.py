@@ -40,7 +40,7 @@ from kernelscale.stream import BatchStream
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 N, D = 2000, 500
-F64 = {"dtype": "float64"}  # the DSG family's default float32 rounds more than the tests compare
+F64 = {"dtype": "float64"}  # DSG's / kernel EigenPro's float32 rounds more than the tests compare
 DSG = dict(n_iter=40, batch_size=128, block_size=64, bandwidth=1.5, reg=1e-3, engine=F64)
 
 # (class, parameters): small, explicit settings (the "auto" selection has its own test)
@@ -56,8 +56,10 @@ CASES = [
                                 n_eigenvectors=20, bandwidth=1.5)),
     (EigenProRFRegressor, dict(n_iter=10, n_components=200, subsample_size=300,
                                n_eigenvectors=20, bandwidth=1.5)),
-    (EigenProClassifier, dict(n_iter=10, subsample_size=300, n_eigenvectors=20, bandwidth=1.5)),
-    (EigenProRegressor, dict(n_iter=10, subsample_size=300, n_eigenvectors=20, bandwidth=1.5)),
+    (EigenProClassifier, dict(n_iter=10, subsample_size=300, n_eigenvectors=20, bandwidth=1.5,
+                              engine=F64)),
+    (EigenProRegressor, dict(n_iter=10, subsample_size=300, n_eigenvectors=20, bandwidth=1.5,
+                             engine=F64)),
     (NystromRidgeClassifier, dict(n_components=200, bandwidth=1.5, reg=1e-3)),
     (NystromRidgeRegressor, dict(n_components=200, kernel="matern32", bandwidth=1.5, reg=1e-3)),
     (ExactKRRClassifier, dict(bandwidth=1.5, reg=1e-3)),
@@ -121,7 +123,7 @@ def test_sparse_fit_is_the_dense_fit(case, data):
 
 # the per-coordinate kernels densify row chunks (O(n m d) either way): a smaller set
 SMALL = [(EigenProRegressor, dict(n_iter=10, subsample_size=100, n_eigenvectors=10,
-                                  kernel="laplacian", bandwidth=3.0)),
+                                  kernel="laplacian", bandwidth=3.0, engine=F64)),
          (ExactKRRRegressor, dict(kernel="cauchy", bandwidth=1.5, reg=1e-3)),
          (ExactSVMRegressor, dict(kernel="laplacian", bandwidth=3.0, reg=1e-3)),
          (NystromRidgeClassifier, dict(n_components=100, kernel="laplacian", bandwidth=3.0,
@@ -288,3 +290,175 @@ def test_fourier_blocks_row_major_cache_holds_the_same_draws():
     small = FourierBlocks(make_kernel("gaussian", 0.8), 30, 16, seed=4, dtype=np.float32,
                           cache_bytes=1)  # beyond the cache: drawn, C-ordered
     assert np.array_equal(small.params(1, 4, rows=True)[0], blocks.params(1, 4)[0])
+
+
+# -- a CSR matrix on disk (kernelscale.io.CSRStore) ---------------------------------------------
+
+# 64-row pointer chunks, 1,024-entry index / value chunks: a window spans several of each
+CHUNK_ROWS, CHUNK_NNZ = 64, 1024
+# the two fits of a comparison read the same windows (engine.window_rows is honoured for rows
+# in memory too): 512-row windows of 16-row pieces from all over the rows
+WINDOW = 512
+
+def _write_store(path, X):
+    import zarr
+
+    from kernelscale.io import write_csr
+
+    group = zarr.open_group(str(path), mode="w")
+    blocks = [X[lo:lo + 300] for lo in range(0, X.shape[0], 300)]
+    return write_csr(group, "X", blocks, X.shape[1], chunk_rows=CHUNK_ROWS, chunk_nnz=CHUNK_NNZ,
+                     dtype=X.dtype)
+
+
+@pytest.fixture(scope="module")
+def store(data, tmp_path_factory):
+    """The rows of ``data`` as a float64 CSR store (as the in-memory CSR: same values)."""
+    return _write_store(tmp_path_factory.mktemp("csr") / "x.zarr", data[0])
+
+
+def _with_window(kw, **engine):
+    return {**kw, "engine": {**(kw.get("engine") or {}), "window_rows": WINDOW, **engine}}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
+def test_csr_store_fit_is_the_in_memory_fit(case, data, store):
+    """A fit on a CSR store equals the fit on the same rows as in-memory CSR (same seed, same
+    windows), bit for bit: streamed estimators read the same CSR rows window by window, the
+    others load the same CSR matrix; predict / score on the store equal those on the CSR."""
+    cls, kw = case
+    X = data[0]
+    y = _target(cls, data)
+    kw = _with_window(kw)
+    mem = cls(random_state=0, **kw).fit(X, y)
+    disk = cls(random_state=0, **kw).fit(store, y)
+    want = _outputs(mem, X)
+    np.testing.assert_array_equal(_outputs(disk, store), want)
+    np.testing.assert_array_equal(_outputs(disk, X), want)
+    np.testing.assert_array_equal(_outputs(mem, store), want)
+    assert disk.n_features_in_ == D
+    if hasattr(disk, "window_rows_"):  # streamed: window by window from disk
+        assert disk.window_rows_ == mem.window_rows_ < N
+    if not cls.__name__.startswith("DSGOneClass"):
+        assert disk.score(store, y) == mem.score(X, y)
+
+
+@pytest.mark.parametrize("case", SMALL, ids=[_id(c) for c in SMALL])
+def test_csr_store_per_coordinate_kernels(case, data, tmp_path):
+    cls, kw = case
+    X, y = data[0][:300], _target(cls, data)[:300]
+    small = _write_store(tmp_path / "x.zarr", X)
+    mem = cls(random_state=0, **kw).fit(X, y)
+    disk = cls(random_state=0, **kw).fit(small, y)
+    np.testing.assert_array_equal(_outputs(disk, small), _outputs(mem, X))
+
+
+def test_csr_store_rows_and_stream(data, store):
+    """Rows of a store (ranges, any-order and boolean indices, ``take_rows``) are those of the
+    CSR; its stream serves the in-memory CSR stream's batches."""
+    from kernelscale.stream import read_csr_runs, take_rows
+
+    X, yc, _ = data
+    idx = np.array([1999, 3, 64, 65, 3, 700, -1])
+    for got, want in [(store[100:300], X[100:300]), (store[idx], X[idx]),
+                      (store[np.arange(N) % 7 == 0], X[np.arange(N) % 7 == 0]),
+                      (store[idx, :], X[idx]), (take_rows(store, np.arange(0, N, 9)),
+                                                X[np.arange(0, N, 9)])]:
+        assert sp.isspmatrix_csr(got) and (got != want).nnz == 0
+    runs = np.array([[5, 70], [128, 129], [1000, 1300]])
+    got = read_csr_runs(store, runs)
+    assert (got != sp.vstack([X[a:b] for a, b in runs])).nnz == 0
+    with pytest.raises(IndexError):
+        store[N]
+    s = BatchStream(store, yc, batch_size=32, seed=3, window_rows=96)
+    m = BatchStream(X, yc, batch_size=32, seed=3, window_rows=96)
+    for t in (0, 5, 11, 70):
+        (xs, ys, ids), (xm, ym, idm) = s.batch(t, with_ids=True), m.batch(t, with_ids=True)
+        assert sp.issparse(xs) and (xs != xm).nnz == 0
+        assert np.array_equal(ys, ym) and np.array_equal(ids, idm)
+    s.close()
+
+
+def test_csr_store_streams_under_a_memory_budget(data, store):
+    """Under a memory budget the window is planned from the store's CSR bytes a row
+    (``row_nbytes``): a budget with room for about 600 such rows besides the step's working set
+    streams the store in windows (``window_rows_ < n``) where dense planning of its 500 columns
+    would not fit one batch. The fit equals the in-memory CSR fit at the same window, bit for
+    bit: a batch is a function of (seed, t, n, window_rows, batch_size) only, and its rows are
+    the same CSR rows."""
+    from kernelscale.budget import (
+        CHUNKS_IN_FLIGHT,
+        MB,
+        csr_chunk_bytes,
+        csr_row_bytes,
+        csr_width,
+        plan_window,
+    )
+
+    X, yc, _ = data
+    ref = DSGClassifier(random_state=0, **DSG).fit(X, yc)
+    work = ref.solver_.work_bytes(128, N, csr_width(store, np.float64)) \
+        + ref.solver_.row_state_bytes(N)
+    budget = (work + CHUNKS_IN_FLIGHT * csr_chunk_bytes(store)
+              + 2 * 600 * csr_row_bytes(store.row_nbytes, store.dtype)) / MB
+    disk = DSGClassifier(random_state=0, **{**DSG, "engine": {**F64, "memory_budget": budget}})
+    disk.fit(store, yc)
+    assert 128 <= disk.window_rows_ < N
+    with pytest.raises(ValueError, match="too small for one batch"):
+        plan_window(budget, D, np.float64, 128, 64, work_bytes=work, chunk_rows=CHUNK_ROWS)
+    mem = DSGClassifier(random_state=0,
+                        **{**DSG, "engine": {**F64, "window_rows": disk.window_rows_}}).fit(X, yc)
+    np.testing.assert_array_equal(disk.decision_function(store), mem.decision_function(X))
+
+
+@pytest.mark.parametrize("cls", [RBClassifier, RBRegressor])
+def test_random_binning_refuses_a_csr_store_in_one_line(cls, data, store):
+    y = _target(cls, data)
+    with pytest.raises(TypeError, match="does not take sparse X") as e:
+        cls(n_components=8, bandwidth=3.0, reg=1e-3).fit(store, y)
+    assert "\n" not in str(e.value)
+    est = cls(n_components=8, bandwidth=3.0, reg=1e-3, random_state=0).fit(
+        data[0][:200].toarray(), y[:200])
+    with pytest.raises(TypeError, match="does not take sparse X"):
+        est.predict(store)
+
+
+def test_csr_store_runs_on_the_cpu(data, store, monkeypatch):
+    """Device "auto" is the CPU for a CSR store, also where a GPU is found; "gpu", or
+    predicting a store with a model on a GPU, is one line."""
+    import kernelscale.backend
+
+    X, yc, _ = data
+    dense = RFFSGDClassifier(n_iter=2, n_components=50, bandwidth=1.5, reg=1e-3).fit(
+        X.toarray(), yc)
+    monkeypatch.setattr(kernelscale.backend, "gpu_available", lambda: True)  # cupy is not used
+    est = RFFSGDClassifier(n_iter=2, n_components=50, bandwidth=1.5, reg=1e-3).fit(store, yc)
+    assert est.engine_.device == "cpu" and est.device_ == "cpu"
+    est.predict(store)
+    with pytest.raises(DeviceError, match="sparse X is computed on the CPU only") as e:
+        dense.predict(store)
+    assert "\n" not in str(e.value)
+    for cls in (DSGClassifier, NystromRidgeClassifier, ExactKRRClassifier):
+        with pytest.raises(DeviceError, match="sparse X is computed on the CPU only") as e:
+            cls(engine={"device": "gpu"}).fit(store, yc)
+        assert "\n" not in str(e.value) and "toarray" not in str(e.value)
+
+
+def test_open_zarr_opens_a_csr_store(data, tmp_path):
+    """``io.open_zarr(path, name)`` returns the CSR store ``name`` of the group at ``path``
+    (``write_csr``'s arrays), the array ``name`` where there is one, else one line."""
+    import zarr
+
+    from kernelscale.io import CSRStore, open_zarr, write_csr
+
+    X, yc, _ = data
+    group = zarr.open_group(str(tmp_path / "d.zarr"), mode="w")
+    write_csr(group, "X", [X[:500], X[500:]], D, chunk_rows=CHUNK_ROWS, dtype="float32")
+    group.create_array("y", data=yc)
+    got = open_zarr(tmp_path / "d.zarr", "X")
+    assert isinstance(got, CSRStore) and got.shape == (N, D) and got.dtype == np.float32
+    assert got.nnz == X.nnz and (got[0:N] != X.astype(np.float32)).nnz == 0
+    assert np.array_equal(open_zarr(tmp_path / "d.zarr", "y")[:], yc)
+    with pytest.raises(FileNotFoundError, match="has no array 'Z'") as e:
+        open_zarr(tmp_path / "d.zarr", "Z")
+    assert "\n" not in str(e.value)

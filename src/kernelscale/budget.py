@@ -17,15 +17,20 @@ their class indices, 1 byte a row up to 256 classes) and the model itself are no
 budget: the budget bounds what is read from X. Neither is the automatic bandwidth / reg
 selection, a fixed transient that runs and is freed before the stream starts
 (``kernels.selection.transient_bytes``).
+
+A CSR matrix on disk (``io.CSRStore``) is planned from its rows' CSR bytes (``csr_row_bytes``
+of its ``row_nbytes``) and the bytes of its chunks of pointers, column indices and values
+(``csr_chunk_bytes``), not from its width: a row of 20,000-column text holds a few dozen values.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .stream import chunk_rows_of
+from .stream import chunk_rows_of, is_csr_store
 
 MB = 2**20
 # feature-sized (batch_size x block_size) matrices alive at once during a step: the features,
@@ -56,6 +61,31 @@ def row_bytes(n_features: int, dtype) -> int:
     return int(n_features) * np.dtype(dtype).itemsize + int(n_features) + 8
 
 
+def csr_row_bytes(row_nbytes: float, dtype) -> int:
+    """Bytes one CSR row costs inside a window: its values, column indices and pointer
+    (``row_nbytes``, the mean over the rows of a ``io.CSRStore``), the NaN-check mask (1 byte a
+    stored value) and permutation index."""
+    values = max(0.0, float(row_nbytes) - 8) / (np.dtype(dtype).itemsize + 4)
+    return int(math.ceil(float(row_nbytes) + values)) + 8
+
+
+def csr_chunk_bytes(X) -> int:
+    """Bytes of one on-disk chunk of each of a CSR store's three arrays (pointers, column
+    indices, values): what decoding a piece of a window holds."""
+    return sum(int(a.chunks[0]) * np.dtype(a.dtype).itemsize
+               for a in (X.indptr, X.indices, X.data))
+
+
+def csr_width(X, model_dtype) -> int:
+    """The dense width whose row in ``model_dtype`` costs what a CSR row of the store X does
+    in memory (values in ``model_dtype``, column indices, pointer): the ``n_features`` that
+    working-set estimates written for dense rows (``batch_bytes``, a solver's ``work_bytes``)
+    take for X's rows."""
+    item = np.dtype(model_dtype).itemsize
+    per_row = X.nnz / max(1, int(X.shape[0])) * (item + 4) + 8
+    return max(1, int(math.ceil(per_row / item)))
+
+
 def batch_bytes(batch_size: int, n_features: int, block_size: int, model_dtype) -> int:
     """The batch's working set: its rows and ``FEATURE_MATRICES`` feature-sized matrices."""
     item = np.dtype(model_dtype).itemsize
@@ -64,7 +94,8 @@ def batch_bytes(batch_size: int, n_features: int, block_size: int, model_dtype) 
 
 def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block_size: int,
                 *, model_dtype=None, chunk_rows: int | None = None,
-                n_rows: int | None = None, work_bytes: int | None = None) -> WindowPlan:
+                n_rows: int | None = None, work_bytes: int | None = None,
+                row_cost: int | None = None, chunk_cost: int | None = None) -> WindowPlan:
     """The window (rows read from disk at once) that keeps training within ``budget_mb``.
 
     Parameters
@@ -78,22 +109,30 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
     n_rows : rows of X; the window never exceeds it.
     work_bytes : the batch working set when the solver knows it better than ``batch_bytes``
         (DSG: its feature matrix is a group of blocks, ``solvers.dsg.group_bytes``).
+    row_cost : bytes one row costs inside a window where it is not ``row_bytes(n_features,
+        dtype)``: CSR rows (``csr_row_bytes``).
+    chunk_cost : bytes of one decoded on-disk chunk where it is not ``chunk_rows`` rows of
+        ``n_features`` values: a CSR store's (``csr_chunk_bytes``).
     """
     if not (isinstance(budget_mb, (int, float, np.integer, np.floating)) and budget_mb > 0):
         raise ValueError(f"memory_budget={budget_mb!r} must be a positive number of MB")
     model_dtype = dtype if model_dtype is None else model_dtype
     budget = int(budget_mb * MB)
-    per_row = row_bytes(n_features, dtype)
+    per_row = row_bytes(n_features, dtype) if row_cost is None else int(row_cost)
     work = int(work_bytes) if work_bytes is not None else batch_bytes(
         batch_size, n_features, block_size, model_dtype)
-    chunk = CHUNKS_IN_FLIGHT * int(chunk_rows or 0) * int(n_features) * np.dtype(dtype).itemsize
+    chunk = CHUNKS_IN_FLIGHT * (
+        int(chunk_rows or 0) * int(n_features) * np.dtype(dtype).itemsize
+        if chunk_cost is None else int(chunk_cost))
     free = budget - work - chunk
     rows = free // (2 * per_row)
     if rows < batch_size:
         need = (2 * batch_size * per_row + work + chunk) / MB
+        what = f"{n_features} features ({np.dtype(dtype).name})" if row_cost is None else \
+            f"{n_features} features (CSR, {per_row} bytes a row)"
         raise ValueError(
             f"memory_budget={budget_mb:g} MB is too small for one batch: batch_size={batch_size} "
-            f"rows x {n_features} features ({np.dtype(dtype).name}) with block_size={block_size}"
+            f"rows x {what} with block_size={block_size}"
             + (f" and {chunk_rows}-row chunks" if chunk_rows else "")
             + f" needs at least {need:.2f} MB")
     if n_rows is not None and rows >= n_rows:
@@ -107,8 +146,20 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
 
 def window_rows_for(X, budget_mb, batch_size: int, block_size: int, model_dtype,
                     work_bytes: int | None = None) -> int:
-    """``plan_window`` for a concrete array X (its width, dtype, chunking and length)."""
+    """``plan_window`` for a concrete array X (its width, dtype, chunking and length). A CSR
+    store (``io.CSRStore``) is planned from its ``row_nbytes`` and chunk bytes
+    (``csr_row_bytes``, ``csr_chunk_bytes``) and, without ``work_bytes``, a batch of its rows at
+    ``csr_width``."""
     dtype = getattr(X, "dtype", model_dtype)
+    if is_csr_store(X):
+        if work_bytes is None:
+            work_bytes = batch_bytes(batch_size, csr_width(X, model_dtype), block_size,
+                                     model_dtype)
+        return plan_window(budget_mb, int(X.shape[1]), dtype, int(batch_size), int(block_size),
+                           model_dtype=model_dtype, chunk_rows=chunk_rows_of(X),
+                           n_rows=int(X.shape[0]), work_bytes=work_bytes,
+                           row_cost=csr_row_bytes(X.row_nbytes, dtype),
+                           chunk_cost=csr_chunk_bytes(X)).window_rows
     return plan_window(budget_mb, int(X.shape[1]), dtype, int(batch_size), int(block_size),
                        model_dtype=model_dtype, chunk_rows=chunk_rows_of(X),
                        n_rows=int(X.shape[0]), work_bytes=work_bytes).window_rows

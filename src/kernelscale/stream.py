@@ -13,7 +13,8 @@ The window's rows are then shuffled and cut into batches; a window of all rows (
 default) is one permutation of all n. Batch ``t`` is a pure function of (seed, t, n, window_rows,
 batch_size), never of the on-disk chunking. zarr is read on one I/O thread
 (``io.single_io_thread``); a dask array that only views an on-disk array is unwrapped to it
-(``unwrap_dask``), any other is computed chunk by chunk in the reading thread.
+(``unwrap_dask``), any other is computed chunk by chunk in the reading thread. A CSR matrix on
+disk (``io.CSRStore``) is read the same way, its windows and batches as scipy.sparse CSR rows.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from types import ModuleType
 import numpy as np
 
 from .backend import asarray, is_sparse, to_numpy
+from .io import CSRStore
 from .rng import BATCH_PIECES, BATCH_ROWS, block_generator, keyed_permutation
 
 PIECES_PER_WINDOW = 32  # a window holds pieces of this many parts of the data (strata)
@@ -36,6 +38,12 @@ def is_in_memory(X) -> bool:
     mod = type(X).__module__.split(".")[0]
     return (isinstance(X, np.ndarray) and not isinstance(X, np.memmap)) or mod == "cupy" \
         or is_sparse(X)
+
+
+def is_csr_store(X) -> bool:
+    """Whether X is a CSR matrix on disk (``io.CSRStore``): read as scipy.sparse CSR rows, never
+    held whole unless a solver loads all rows anyway."""
+    return isinstance(X, CSRStore)
 
 
 def is_dask(A) -> bool:
@@ -94,9 +102,12 @@ def _compute(block):
 
 def read_rows(A, lo: int, hi: int) -> np.ndarray:
     """Rows lo..hi-1 of any row-sliceable array as a numpy/cupy array (dask arrays computed in
-    this thread); scipy.sparse rows stay sparse (all rows of one: the matrix itself)."""
+    this thread); scipy.sparse rows stay sparse (all rows of one: the matrix itself), and rows of
+    a CSR store (``io.CSRStore``) come as scipy.sparse CSR."""
     if is_sparse(A):
         return A if lo == 0 and hi >= A.shape[0] else A[lo:hi]
+    if is_csr_store(A):
+        return A[lo:hi]
     block = A[lo:hi]
     if hasattr(block, "compute"):
         block = _compute(block)
@@ -182,6 +193,29 @@ def read_runs_into(A, runs: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+def read_csr_runs(X, runs: np.ndarray):
+    """Row ranges ``runs`` ((lo, hi) pairs in storage order) of a CSR store (``io.CSRStore``) laid
+    end to end as one scipy.sparse CSR matrix: each run's pointers, column indices and values
+    are read straight into the matrix's own arrays (no per-run matrices joined afterwards)."""
+    import scipy.sparse
+
+    ptrs = [np.asarray(X.indptr[int(lo) : int(hi) + 1], dtype=np.int64) for lo, hi in runs]
+    nnz = sum(int(p[-1] - p[0]) for p in ptrs)
+    rows = sum(len(p) - 1 for p in ptrs)
+    indices = np.empty(nnz, dtype=X.indices.dtype)
+    data = np.empty(nnz, dtype=X.dtype)
+    indptr = np.zeros(rows + 1, dtype=np.int64)
+    at = r = 0
+    for p in ptrs:
+        a, k = int(p[0]), int(p[-1] - p[0])
+        if k:
+            indices[at : at + k] = X.indices[a : a + k]
+            data[at : at + k] = X.data[a : a + k]
+        indptr[r + 1 : r + len(p)] = p[1:] - a + at
+        at, r = at + k, r + len(p) - 1
+    return scipy.sparse.csr_matrix((data, indices, indptr), shape=(rows, int(X.shape[1])))
+
+
 def chunk_rows_of(A) -> int | None:
     """Rows per on-disk chunk of a zarr / dask / h5py array (None for in-memory arrays)."""
     chunks = getattr(A, "chunks", None)
@@ -220,7 +254,8 @@ class BatchStream:
     Parameters
     ----------
     X, y : row arrays of equal length (numpy, cupy, zarr, dask, h5py, memmap; X also a
-        scipy.sparse CSR matrix held in memory, whose batches are CSR rows); y may be None.
+        scipy.sparse CSR matrix held in memory or a CSR matrix on disk (``io.CSRStore``, read
+        window by window, ``read_csr_runs``), whose batches are CSR rows); y may be None.
     batch_size : rows per batch (the last batch of a window may be shorter).
     seed : stream seed.
     window_rows : rows per window; default all rows for in-memory data (a global shuffle) and
@@ -333,9 +368,9 @@ class BatchStream:
 
     # -- window loading -------------------------------------------------------------------
     def _buffer(self, slot: int, rows: int) -> np.ndarray | None:
-        """Rows of reusable buffer ``slot`` (allocated on first use); None for in-memory X or
-        arrays whose reads are not plain numpy (cupy, object dtypes)."""
-        if is_in_memory(self.X) or getattr(self.X, "dtype", None) is None:
+        """Rows of reusable buffer ``slot`` (allocated on first use); None for in-memory X, CSR
+        stores or arrays whose reads are not plain numpy (cupy, object dtypes)."""
+        if is_in_memory(self.X) or is_csr_store(self.X) or getattr(self.X, "dtype", None) is None:
             return None
         if self._buffers[slot] is None:
             shape = (self.window_rows,) + tuple(self.X.shape[1:])
@@ -347,7 +382,9 @@ class BatchStream:
         sizes = runs[:, 1] - runs[:, 0]
         starts = np.concatenate([[0], np.cumsum(sizes)])
         out = None if slot is None else self._buffer(slot, int(starts[-1]))
-        if out is None:  # in memory (a view when the window is one run) or not plain numpy
+        if is_csr_store(self.X):  # CSR rows on disk: the window as one CSR matrix
+            Xw = read_csr_runs(self.X, runs)
+        elif out is None:  # in memory (a view when the window is one run) or not plain numpy
             Xw = _concat([read_rows(self.X, lo, hi) for lo, hi in runs])
         else:
             Xw = read_runs_into(self.X, runs, out)
@@ -453,9 +490,10 @@ def _concat(parts: list):
 
 def take_rows(X, idx: np.ndarray):
     """Rows ``idx`` (sorted ints) of numpy, cupy, zarr, dask or h5py arrays; numpy or cupy out
-    (scipy.sparse X: its rows, sparse)."""
+    (scipy.sparse X: its rows, sparse; a CSR store: its rows as scipy.sparse CSR, read one row
+    chunk at a time)."""
     idx = np.asarray(idx, dtype=np.int64)
-    if is_sparse(X):
+    if is_sparse(X) or is_csr_store(X):
         return X[idx]
     X = unwrap_dask(X)
     _one_io_thread(X)
@@ -502,7 +540,7 @@ def predict_rows(X, fn, xp: ModuleType, dtype, chunk_rows: int = 4096) -> np.nda
 
 def iter_row_chunks(X, chunk_rows: int):
     """Yield (lo, block) over X in row chunks (numpy/cupy views, scipy.sparse rows or rows read
-    from disk)."""
+    from disk; a CSR store's rows as scipy.sparse CSR)."""
     n = int(X.shape[0])
     X = unwrap_dask(X)
     _one_io_thread(X)

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .budget import MB, budget_window
+from .budget import MB, budget_window, csr_width
 from .solvers._common import Progress, run_loop
-from .stream import BatchStream, is_in_memory
+from .stream import BatchStream, is_csr_store, is_in_memory
 
 # on-disk data under a memory budget keeps per-row solver state only when it takes at most this
 # share of the budget
@@ -66,13 +66,16 @@ def keeps_rows(solver, X, engine) -> bool:
 
 
 def window_for(solver, rows: Rows, engine, keep: bool) -> int | None:
-    """The stream's ``window_rows`` for this fit (``budget.budget_window``)."""
+    """The stream's ``window_rows`` for this fit (``budget.budget_window``). The solver's
+    working set of a CSR store's rows is that of dense rows of ``budget.csr_width`` columns
+    (what one of its CSR rows costs)."""
     if rows.own:
         return None
     X = rows.X
     if not hasattr(solver, "work_bytes"):
         return engine.window_rows
-    work = solver.work_bytes(rows.batch_size, int(X.shape[0]), int(X.shape[1]))
+    width = csr_width(X, rows.dtype) if is_csr_store(X) else int(X.shape[1])
+    work = solver.work_bytes(rows.batch_size, int(X.shape[0]), width)
     if keep:
         work += solver.row_state_bytes(int(X.shape[0]))
     return budget_window(engine, X, rows.batch_size, solver.block_size, rows.dtype, work)

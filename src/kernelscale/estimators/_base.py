@@ -9,7 +9,8 @@ scipy.sparse X (any format; CSR is kept, the others are converted to CSR once) i
 every estimator that does not set ``_sparse_refusal`` (the one-line reason it cannot take it),
 and is computed on the CPU: an engine device "auto" means the CPU for it (``engine_`` records
 "cpu"), "gpu" is a one-line ``DeviceError``, as is predicting sparse X with a model held on a GPU.
-y is never sparse.
+A CSR matrix on disk (``io.CSRStore``) is sparse X in all of this, read chunk by chunk like the
+other on-disk arrays (its rows as CSR). y is never sparse.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import validate_data
 
 from ..backend import DeviceError, check_dtype, namespace, predict_device, resolve_device
-from ..stream import check_finite_rows, chunk_rows_of, is_in_memory, iter_row_chunks
+from ..stream import check_finite_rows, chunk_rows_of, is_csr_store, is_in_memory, iter_row_chunks
 
 
 def is_cupy(X) -> bool:
@@ -36,16 +37,33 @@ def is_lazy(X) -> bool:
         and not isinstance(X, (list, tuple)) and module not in ("pandas", "scipy")
 
 
+def is_sparse_X(X) -> bool:
+    """Whether X is sparse rows: a scipy.sparse matrix, or a CSR matrix on disk
+    (``io.CSRStore``)."""
+    return scipy.sparse.issparse(X) or is_csr_store(X)
+
+
+def load_csr_store(X):
+    """A CSR store (``io.CSRStore``) read whole into one in-memory scipy.sparse CSR matrix, its
+    rows checked for NaN/inf as they are read (for estimators that need all rows in memory);
+    any other X unchanged."""
+    if not is_csr_store(X):
+        return X
+    from ..solvers._common import load_rows
+
+    return load_rows(X, np, None)
+
+
 def reject_sparse(est, X):
-    """X itself, or for scipy.sparse X where ``est`` sets ``_sparse_refusal`` a one-line
-    TypeError giving that reason (scikit-learn's own error is several lines)."""
+    """X itself, or for sparse X (``is_sparse_X``) where ``est`` sets ``_sparse_refusal`` a
+    one-line TypeError giving that reason (scikit-learn's own error is several lines)."""
     reason = getattr(est, "_sparse_refusal", None)
-    if reason and scipy.sparse.issparse(X):
+    if reason and is_sparse_X(X):
         raise TypeError(f"{type(est).__name__} does not take sparse X: {reason}")
     return X
 
 
-def _sparse_device(est, fitting: bool) -> None:
+def _sparse_device(est, fitting: bool, store: bool = False) -> None:
     """Sparse X runs on the CPU: a one-line DeviceError where this call would compute on a GPU
     (a fresh fit with engine device "gpu"; a warm start or a prediction of a model on a GPU).
     A fresh fit marks the estimator so that ``_resolve_engine`` takes "auto" as the CPU."""
@@ -62,17 +80,17 @@ def _sparse_device(est, fitting: bool) -> None:
         on_gpu = (resolve_device if fitting else predict_device)(device) == "gpu"
         where = "the GPU that holds this model"
     if on_gpu:
+        dense = "" if store else "pass X.toarray() (dense), or "
         raise DeviceError(f"{type(est).__name__}: sparse X is computed on the CPU only, not on "
-                          f"{where}: pass X.toarray() (dense), or fit with engine={{'device': "
-                          "'cpu'}}")
+                          f"{where}: {dense}fit with engine={{'device': 'cpu'}}")
 
 
 def _sparse_checks(est, X, reset: bool, fitting: bool):
-    """``reject_sparse`` and ``_sparse_device`` for scipy.sparse X; a fresh fit of dense X
-    clears the CPU mark of an earlier sparse fit."""
-    if scipy.sparse.issparse(X):
+    """``reject_sparse`` and ``_sparse_device`` for sparse X (scipy.sparse or a CSR store); a
+    fresh fit of dense X clears the CPU mark of an earlier sparse fit."""
+    if is_sparse_X(X):
         reject_sparse(est, X)
-        _sparse_device(est, fitting)
+        _sparse_device(est, fitting, store=is_csr_store(X))
     elif reset and fitting:
         est._sparse_X = False
 
@@ -316,7 +334,9 @@ def warn_if_constant(est, X, y) -> None:
 
     rng = np.random.default_rng(0)
     idx = np.sort(rng.choice(n, size=min(n, CONSTANT_PROBE_ROWS), replace=False))
-    if scipy.sparse.issparse(X):  # sparse rows stay sparse (as CSR)
+    if is_csr_store(X):  # its rows as CSR
+        rows = scipy.sparse.csr_matrix(take_rows(X, idx), dtype=np.float64)
+    elif scipy.sparse.issparse(X):  # sparse rows stay sparse (as CSR)
         indexable = X.format in ("csr", "csc", "lil", "dok")
         rows = scipy.sparse.csr_matrix(take_rows(X if indexable else X.tocsr(), idx),
                                        dtype=np.float64)

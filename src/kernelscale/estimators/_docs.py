@@ -110,7 +110,8 @@ Examples
     "sparse_X": """\
 scipy.sparse X (CSR as given, any other format converted to CSR once) is never densified
 whole and is computed on the CPU: engine device "auto" is then the CPU, "gpu" a one-line
-``DeviceError``.""",
+``DeviceError``. So is a CSR matrix on disk (``kernelscale.io.CSRStore``), whose rows are read
+as CSR (streamed in row windows, or loaded whole where the method holds all rows).""",
     "X_fit": """\
 X : {array-like, sparse matrix} of shape (n_samples, n_features)
     Training data.

@@ -23,7 +23,7 @@ from ..backend import DeviceError, resolve_device
 from ..rng import seed_from
 from ..solvers._common import load_rows
 from ..solvers.exact import ExactKRR
-from ._base import _one_line, _reject_sparse_y, _sparse_checks, check_X
+from ._base import _one_line, _reject_sparse_y, _sparse_checks, check_X, load_csr_store
 from ._docs import fill_doc
 from ._kernel_common import (
     KernelEstimatorBase,
@@ -227,7 +227,7 @@ class _ExactSVMBase(KernelscaleEstimator):
         needs). Sparse X for a model fitted on dense rows with LIBSVM's own kernel (which then
         takes dense rows only) is densified ``SVM_DENSE_ROWS`` rows at a time."""
         check_is_fitted(self, "svm_")
-        X = check_X(self, X, reset=False)
+        X = check_X(self, load_csr_store(X), reset=False)
         fn = getattr(self.svm_, method)
         if not scipy.sparse.issparse(X) or scipy.sparse.issparse(self.svm_.support_vectors_) \
                 or callable(self.svm_.kernel):
@@ -257,7 +257,7 @@ class ExactSVMClassifier(ClassifierTargets, ClassifierMixin, _ExactSVMBase):
 
         %(fit_classification)s
         """
-        X, Y = self._fit_targets(X, y)
+        X, Y = self._fit_targets(load_csr_store(X), y)  # LIBSVM takes rows in memory
         kw = self._svm_kernel(X, Y)
         # LIBSVM fits the class indices, which are its own encoding of y (np.unique's order)
         self.svm_ = SVC(C=self.C_, tol=self.tol, cache_size=self.cache_size,
@@ -316,6 +316,7 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
         # LIBSVM needs the data in memory (sparse X as CSR, which LIBSVM takes as it is);
         # scikit-learn's validation also ravels a column y
         _reject_sparse_y(y)
+        X = load_csr_store(X)  # a CSR store: its rows as one CSR matrix
         _sparse_checks(self, X, True, True)
         X, y = _one_line(validate_data, self, X, y, dtype=[np.float64, np.float32],
                          y_numeric=True, accept_sparse="csr")

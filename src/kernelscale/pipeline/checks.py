@@ -127,6 +127,10 @@ def budget_errors(where: str, estimator: str, params: dict, d: int | None = None
         return []
     cls = registry.estimator_class(estimator, next(iter(registry.ALGORITHMS[estimator])))
     p = {**cls().get_params(), **params}
+    if estimator in ("rff_sgd", "rff_svrg") and p["batch_size"] == "auto":
+        from ..solvers.rff_sgd import HOST_BATCH  # "auto"'s smallest value (a GPU's is larger)
+
+        p["batch_size"] = HOST_BATCH
     batch, width = (p[k] if _is_int(p[k]) else 1 for k in ("batch_size", WINDOWED[estimator]))
     dtype = engine.get("dtype") if engine.get("dtype") not in (None, "auto") else cls._auto_dtype
     try:

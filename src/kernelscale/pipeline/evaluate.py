@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..spread.cluster import as_dask, current_client, predict_chunked
+from ..backend import is_sparse
 from ..stream import read_rows, unwrap_dask
 
 CLASSIFICATION_TASKS = ("binary", "multiclass", "classification")
@@ -36,7 +37,7 @@ def _rows(A, lo: int, hi: int) -> np.ndarray:
     block = read_rows(A, lo, hi)  # dask: computed in this thread, like training's reads
     if type(block).__module__.split(".")[0] == "cupy":
         block = block.get()
-    return np.asarray(block)
+    return block if is_sparse(block) else np.asarray(block)  # CSR rows (a CSR store) stay CSR
 
 
 def default_chunk_rows(X, target_bytes: int = 64 << 20) -> int:

@@ -12,7 +12,13 @@ from types import ModuleType
 import numpy as np
 
 from ..backend import asarray, is_sparse, synchronize, to_numpy
-from ..stream import check_finite_rows, iter_row_chunks, predict_rows, take_rows  # noqa: F401 (re-exported)
+from ..stream import (  # noqa: F401 (re-exported)
+    check_finite_rows,
+    is_csr_store,
+    iter_row_chunks,
+    predict_rows,
+    take_rows,
+)
 
 # Bytes allowed for one kernel block K(A, centres): bounds memory independently of n.
 KERNEL_BLOCK_BYTES = 128 * 2**20
@@ -103,13 +109,18 @@ class TailAverage:
 def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
     """The whole of X on namespace ``xp``, read in row chunks; on-disk rows are checked for NaN/inf
     here (in-memory arrays were checked by the estimator's validation). scipy.sparse X stays
-    sparse (CSR, in ``dtype``; numpy only)."""
+    sparse (CSR, in ``dtype``; numpy only), and a CSR store (``io.CSRStore``) is read into one
+    in-memory CSR matrix (numpy only: a one-line ``DeviceError`` for cupy)."""
     if type(X).__module__.split(".")[0] == "cupy" or isinstance(X, np.ndarray) or is_sparse(X):
         return asarray(X, xp, dtype)
     parts = []
     for lo, block in iter_row_chunks(X, chunk_rows):
         check_finite_rows(block, lo, "X")
         parts.append(asarray(block, xp, dtype))
+    if is_csr_store(X):
+        import scipy.sparse
+
+        return scipy.sparse.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
     return xp.concatenate(parts)
 
 

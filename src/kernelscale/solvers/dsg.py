@@ -610,12 +610,12 @@ class DSGSolver:
         """Before a run: the "eigenpro" subsample rows (read in window-sized pieces) and the
         first run's horizon (``_noise_cap``)."""
         if self.config.precondition == "eigenpro":
-            from ..stream import take_rows
+            from ..stream import is_csr_store, take_rows
             from .preconditioners import subsample_indices
 
             xp, dtype, n = self.xp, self.model.blocks.dtype, int(X.shape[0])
             idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed)
-            if is_sparse(X):  # in memory: one sparse selection of the rows
+            if is_sparse(X) or is_csr_store(X):  # one sparse selection of the rows
                 self.X_S = asarray(take_rows(X, idx), xp, dtype)
             else:
                 step = max(1, int(window_rows))

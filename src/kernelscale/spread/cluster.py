@@ -272,11 +272,12 @@ def predict_chunked(estimator, X, client=None, *, method: str = "predict",
 def rows_for(X, make):
     """``make(client)`` where a fit on X spreads its rows over dask workers, else None (the fit
     runs in this process): a client is set (``use_client``, ``current_client``) and X is not
-    held in memory (numpy or cupy; X None: whatever the fit's data)."""
-    from ..stream import is_in_memory
+    held in memory (numpy or cupy; X None: whatever the fit's data) nor sparse (a CSR store on
+    disk runs in this process, as scipy.sparse X does)."""
+    from ..stream import is_csr_store, is_in_memory
 
     client = current_client()
-    if client is None or (X is not None and is_in_memory(X)):
+    if client is None or (X is not None and (is_in_memory(X) or is_csr_store(X))):
         return None
     return make(client)
 

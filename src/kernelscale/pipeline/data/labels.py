@@ -12,6 +12,14 @@ MAX_CLASSES = 1000
 
 def check_finite(block: Block) -> None:
     """Raise naming the first row and feature that is NaN or infinite."""
+    if hasattr(block.X, "tocsr"):  # scipy.sparse: only the stored values can be
+        X = block.X.tocsr()
+        bad = np.flatnonzero(~np.isfinite(X.data))
+        if bad.size:
+            row = int(np.searchsorted(X.indptr, bad[0], side="right")) - 1
+            raise block.fail(row, f"feature {int(X.indices[bad[0]]) + 1} is {X.data[bad[0]]} "
+                             "(NaN/inf not allowed)")
+        return
     finite = np.isfinite(block.X)
     if not finite.all():
         row, col = np.argwhere(~finite)[0]

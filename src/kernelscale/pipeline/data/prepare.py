@@ -8,7 +8,8 @@ Two streaming passes over the source, so memory depends on the block size, never
    the blocks' PCA moments are computed on the dask cluster and merged here in row order (the
    same numbers as without it);
 2. *write*: read the source again, map labels to class indices, standardize and project each
-   block, split it, and append the rows to ``X_train``/``X_test`` ...
+   block, split it, and append the rows to ``X_train``/``X_test`` (``preprocess.sparse``: CSR
+   rows, scaled without centring, written as ``kernelscale.io.CSRWriter`` stores) ...
 
 Everything is written into a temporary folder beside ``out_dir`` that replaces ``out_dir`` by
 one rename at the end, ``meta.json`` last; on any error the temporary folder is removed, so
@@ -39,6 +40,7 @@ from .store import (
     META_FILE,
     ZARR_DIR,
     ChunkedWriter,
+    SparseWriter,
     chunk_checksums,
     publish,
     staging_dir,
@@ -77,6 +79,13 @@ class Transform:
     ratios: np.ndarray | None = None
 
     def apply(self, X: np.ndarray) -> np.ndarray:
+        if hasattr(X, "tocsr"):  # sparse rows (preprocess.sparse): scaled only, never centred
+            if self.scale is None:
+                return X.tocsr()
+            import scipy.sparse
+
+            return (X.tocsr().astype(np.float64) @ scipy.sparse.diags(1.0 / self.scale)
+                    ).astype(np.float32).tocsr()
         if self.shift is None and self.axes is None:
             return X
         Z = X.astype(np.float64)
@@ -135,7 +144,7 @@ def _prepare(name: str, spec: dict, out_dir: str | Path, cache_dir: str | Path |
 
 
 def _block_rows(spec: dict, width: int | None) -> int:
-    if width is None:
+    if width is None or spec["preprocess"].get("sparse"):  # sparse rows: not width-bound
         return min(spec["chunk_rows"], UNKNOWN_WIDTH_BLOCK_ROWS)
     return max(1, min(spec["chunk_rows"], READ_BLOCK_VALUES // max(width, 1)))
 
@@ -180,7 +189,7 @@ def scan_source(name: str, spec: dict, source: Source) -> Scan:
                                     split["test_size"])
                 train_X = block.X[~is_test]
                 n_test += int(is_test.sum())
-            n_train += len(train_X)
+            n_train += train_X.shape[0]
             if moments is not None:
                 add_moments(train_X)
             bar.update(len(block))
@@ -236,6 +245,8 @@ def fit_transform(name: str, spec: dict, scan: Scan) -> Transform:
     transform = Transform()
     if preprocess["standardize"]:
         transform.shift, transform.scale = standardizer(scan.moments)
+        if preprocess.get("sparse"):
+            transform.shift = None  # scale only: centring would fill every zero
     pca = preprocess["pca"]
     if pca is not None:
         where = f"datasets.{name}.preprocess.pca.n_components"
@@ -266,8 +277,11 @@ def write_arrays(name: str, spec: dict, source: Source, scan: Scan, transform: T
     group = zarr.open_group(str(zarr_path), mode="w", zarr_format=3)
     writers = {}
     for part, n in (("train", scan.n_train), ("test", scan.n_test)):
-        writers[f"X_{part}"] = ChunkedWriter(group.create_array(
-            f"X_{part}", shape=(n, d), chunks=(chunk_rows, d), dtype="float32"))
+        writers[f"X_{part}"] = (SparseWriter(group, f"X_{part}", n, d, chunk_rows)
+                                if spec["preprocess"].get("sparse") else
+                                ChunkedWriter(group.create_array(
+                                    f"X_{part}", shape=(n, d), chunks=(chunk_rows, d),
+                                    dtype="float32")))
         writers[f"y_{part}"] = ChunkedWriter(group.create_array(
             f"y_{part}", shape=(n,), chunks=(chunk_rows,), dtype=y_dtype))
     if transform.axes is not None:
@@ -315,10 +329,12 @@ def build_meta(name: str, spec: dict, source: Source, scan: Scan, transform: Tra
         "n_test": scan.n_test,
         "d": scan.width if transform.axes is None else int(transform.axes.shape[1]),
         "d_raw": scan.width,
+        **({"sparse": True} if spec["preprocess"].get("sparse") else {}),
         "classes": None if scan.classes is None else [_plain_number(c) for c in scan.classes],
         "chunk_rows": chunk_rows,
-        "standardize": None if transform.shift is None else {
-            "mean": transform.shift.tolist(), "scale": transform.scale.tolist()},
+        "standardize": None if transform.scale is None else {
+            "mean": None if transform.shift is None else transform.shift.tolist(),
+            "scale": transform.scale.tolist()},
         "pca": None if pca is None else {
             "n_components": pca["n_components"], "center": pca["center"],
             "explained_variance_ratio": transform.ratios.tolist(),

@@ -72,7 +72,8 @@ def open_source(name: str, spec: dict, cache_dir: str | Path | None = None) -> S
                              labels_path=paths.get(f"{role}labels_"),
                              archive=spec.get("archive"), n_features=n_features,
                              zero_based=spec.get("zero_based", False),
-                             csv_options=spec.get("csv"))
+                             csv_options=spec.get("csv"),
+                             sparse=spec.get("preprocess", {}).get("sparse", False))
         return blocks
 
     return Source(kind, reader(""), reader("test_") if "test_" in paths else None,

@@ -116,6 +116,13 @@ def validate_dataset_spec(name: str, spec: Any) -> dict:
     preprocess = spec.setdefault("preprocess", {})
     preprocess.setdefault("standardize", False)
     pca = preprocess.setdefault("pca", None)
+    if preprocess.get("sparse"):  # absent unless asked: dense specs (and their runs) unchanged
+        if spec.get("format") != "libsvm":
+            raise DataError(f"{where}.preprocess.sparse: only for format libsvm (this source is "
+                            f"{spec.get('format') or kind})")
+        if pca is not None:
+            raise DataError(f"{where}.preprocess.sparse: pca would make every row dense; drop "
+                            "preprocess.pca or preprocess.sparse")
     if pca is not None:
         pca.setdefault("center", True)
         if n_features is not None and pca["n_components"] > n_features:

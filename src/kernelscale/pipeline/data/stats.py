@@ -76,6 +76,14 @@ def block_moments(X: np.ndarray, width: int, full: bool) -> tuple:
     """(rows, mean, sum of squared deviations, scatter matrix or None) of block ``X``, padded with
     zero columns to ``width``: the per-block part of ``RunningMoments.update``."""
     rows = X.shape[0]
+    if hasattr(X, "tocsr"):  # scipy.sparse (mean and variance only: no PCA on sparse rows)
+        Xs = X.tocsr().astype(np.float64)
+        s1 = np.zeros(width)
+        s1[:Xs.shape[1]] = np.asarray(Xs.sum(axis=0)).ravel()
+        s2 = np.zeros(width)
+        s2[:Xs.shape[1]] = np.asarray(Xs.multiply(Xs).sum(axis=0)).ravel()
+        block_mean = s1 / max(rows, 1)
+        return rows, block_mean, np.maximum(s2 - rows * block_mean**2, 0.0), None
     X = np.asarray(X, dtype=np.float64)
     if X.shape[1] < width:
         X = np.pad(X, ((0, 0), (0, width - X.shape[1])))

@@ -130,6 +130,37 @@ CHECKSUMS_KEY = "checksums"
 _HASH_BLOCK = 1 << 22
 
 
+class SparseWriter:
+    """``ChunkedWriter`` for CSR rows (``preprocess.sparse``): appends them to a
+    ``kernelscale.io.CSRWriter`` store named ``name`` (arrays ``<name>.indptr`` / ``.indices`` /
+    ``.data``) and keeps a sha256 of the rows written (their indptr, indices and values, in
+    order)."""
+
+    def __init__(self, group, name: str, n_rows: int, n_features: int, chunk_rows: int):
+        from ...io import CSRWriter
+
+        self.name, self.n_rows = name, int(n_rows)
+        self.writer = CSRWriter(group, name, n_features, chunk_rows=chunk_rows)
+        self.digest = hashlib.sha256()
+
+    def append(self, rows) -> None:
+        rows = rows.tocsr()
+        if rows.shape[0] == 0:
+            return
+        rows.sort_indices()
+        for part in (np.diff(rows.indptr).astype("<i8"), rows.indices.astype("<i4"),
+                     rows.data.astype("<f4")):
+            self.digest.update(part.tobytes())
+        self.writer.append(rows)
+
+    def close(self) -> str:
+        store = self.writer.close()
+        if store.shape[0] != self.n_rows:
+            raise DataError(f"{self.name}: wrote {store.shape[0]} rows, expected {self.n_rows}; "
+                            "did the source change while being read?")
+        return self.digest.hexdigest()
+
+
 def _file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -240,7 +271,8 @@ def verify_prepared(out_dir: str | os.PathLike, meta: dict, names=None, *,
 
 def open_prepared(out_dir: str | os.PathLike, verify: bool = True) -> tuple[dict, dict]:
     """Open a prepared dataset: ``(meta, arrays)`` with arrays a dict of read-only Zarr arrays
-    (``X_train``, ``y_train``, ``X_test``, ``y_test`` and ``pca_components`` if present).
+    (``X_train``, ``y_train``, ``X_test``, ``y_test`` and ``pca_components`` if present; with
+    ``meta["sparse"]`` X_train / X_test are ``kernelscale.io.CSRStore``).
 
     ``verify`` (default): check every file of every array against the checksums in meta.json
     first (:func:`verify_prepared`), so a lost chunk is never read as zeros."""
@@ -263,6 +295,13 @@ def open_prepared(out_dir: str | os.PathLike, verify: bool = True) -> tuple[dict
     try:
         group = zarr.open_group(str(out_dir / ZARR_DIR), mode="r")
         arrays = dict(group.arrays())
+        if meta.get("sparse"):  # CSR stores (``SparseWriter``) in place of their three arrays
+            from ...io import open_csr
+
+            for name in ("X_train", "X_test"):
+                arrays[name] = open_csr(group, name)
+                for part in ("indptr", "indices", "data"):
+                    arrays.pop(f"{name}.{part}", None)
     except (OSError, ValueError, KeyError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise _damaged(out_dir, f"{ZARR_DIR} cannot be opened ({first})") from None

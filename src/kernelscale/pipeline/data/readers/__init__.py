@@ -27,11 +27,13 @@ __all__ = ["Block", "open_binary", "read_file", "read_csv", "read_idx", "read_li
 
 def read_file(fmt: str, path: Path, *, block_rows: int, labels_path: Path | None = None,
               archive: str | None = None, n_features: int | None = None,
-              zero_based: bool = False, csv_options: dict | None = None) -> Iterator[Block]:
-    """Blocks of (X float32, y float64) rows from ``path`` in format ``fmt``; a compressed file
-    that ends early or is damaged (an incomplete download) is a one-line error naming it."""
+              zero_based: bool = False, csv_options: dict | None = None,
+              sparse: bool = False) -> Iterator[Block]:
+    """Blocks of (X float32, y float64) rows from ``path`` in format ``fmt`` (``sparse``: X as
+    scipy.sparse CSR, libsvm only); a compressed file that ends early or is damaged (an
+    incomplete download) is a one-line error naming it."""
     blocks = _blocks(fmt, path, block_rows, labels_path, archive, n_features, zero_based,
-                     csv_options)
+                     csv_options, sparse)
     try:
         yield from blocks
     except (EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, OSError) as e:
@@ -42,10 +44,11 @@ def read_file(fmt: str, path: Path, *, block_rows: int, labels_path: Path | None
                         "(an incomplete download?) and run again") from None
 
 
-def _blocks(fmt, path, block_rows, labels_path, archive, n_features, zero_based, csv_options):
+def _blocks(fmt, path, block_rows, labels_path, archive, n_features, zero_based, csv_options,
+            sparse=False):
     if fmt == "libsvm":
         return read_libsvm(path, block_rows=block_rows, archive=archive,
-                           n_features=n_features, zero_based=zero_based)
+                           n_features=n_features, zero_based=zero_based, sparse=sparse)
     if fmt == "idx":
         if labels_path is None:
             raise DataError(f"{path.name}: format idx needs a labels file")

@@ -22,7 +22,7 @@ _SUFFIX_ARCHIVE = {".bz2": "bz2", ".gz": "gz", ".xz": "xz", ".zip": "zip"}
 class Block:
     """Consecutive rows of one source file.
 
-    ``X`` is float32 (rows, width); ``y`` float64 (rows,) with the labels/targets as written in
+    ``X`` is float32 (rows, width), dense or scipy.sparse CSR; ``y`` float64 (rows,) with the labels/targets as written in
     the file; ``first_row`` the 0-based index of the first row in the file; ``origin`` the file
     name used in error messages.
     """

@@ -21,8 +21,9 @@ from .base import Block, open_binary
 
 
 def read_libsvm(path: Path, *, block_rows: int, archive: str | None = None,
-                n_features: int | None = None, zero_based: bool = False) -> Iterator[Block]:
-    """Yield dense blocks of at most ``block_rows`` rows.
+                n_features: int | None = None, zero_based: bool = False,
+                sparse: bool = False) -> Iterator[Block]:
+    """Yield blocks of at most ``block_rows`` rows, dense (float32) or, with ``sparse``, CSR.
 
     With ``n_features`` every block has that many columns (a larger index is an error); without
     it a block is as wide as its largest feature index, and the caller pads (absent entries of
@@ -40,7 +41,7 @@ def read_libsvm(path: Path, *, block_rows: int, archive: str | None = None,
                 break
             data = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith(b"#")]
             if data:
-                fast = _parse_plain(data, n_features, zero_based)
+                fast = _parse_plain(data, n_features, zero_based, sparse)
                 if fast is not None:
                     yield Block(fast[0], fast[1], first_row, path.name)
                     first_row += len(data)
@@ -54,15 +55,16 @@ def read_libsvm(path: Path, *, block_rows: int, archive: str | None = None,
                     rejected = exc
                 if rejected is not None:  # outside the except: no chained traceback
                     _locate_error(path, lines, first_line, n_features, zero_based, rejected)
-                yield Block(X.toarray(), np.asarray(y, dtype=np.float64), first_row, path.name)
+                yield Block(X if sparse else X.toarray(), np.asarray(y, dtype=np.float64),
+                            first_row, path.name)
                 first_row += len(data)
             first_line += len(lines)
     if first_row == 0:
         raise DataError(f"{path.name}: no data rows")
 
 
-def _parse_plain(lines: list[bytes], n_features: int | None,
-                 zero_based: bool) -> tuple[np.ndarray, np.ndarray] | None:
+def _parse_plain(lines: list[bytes], n_features: int | None, zero_based: bool,
+                 sparse: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """Vectorized parse of ``label index:value ...`` lines; None when the block needs the full
     parser (comments, qid, anything malformed or out of range)."""
     text = b"".join(lines)
@@ -94,6 +96,12 @@ def _parse_plain(lines: list[bytes], n_features: int | None,
         if np.any(cols[1:][same_row] <= cols[:-1][same_row]):  # must increase within a row
             return None
     width = n_features if n_features is not None else (int(cols.max()) + 1 if cols.size else 0)
+    if sparse:  # indices increase within a row (checked above): canonical CSR
+        import scipy.sparse
+
+        indptr = np.concatenate([[0], np.cumsum(pairs)])
+        return scipy.sparse.csr_matrix((entries[:, 1].astype(np.float32), cols, indptr),
+                                       shape=(len(lines), width)), flat[starts]
     X = np.zeros((len(lines), width), dtype=np.float32)
     X[rows, cols] = entries[:, 1]
     return X, flat[starts]
