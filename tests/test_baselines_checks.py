@@ -47,7 +47,9 @@ ESTIMATORS = [
 
 
 @pytest.mark.filterwarnings("ignore")
-@parametrize_with_checks(ESTIMATORS)
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: (  # float32: last bits
+    {"check_methods_subset_invariance": "float32 rounding (tests/test_eigenpro.py)"}
+    if getattr(est, "_auto_dtype", "float64") == "float32" else {}))
 def test_sklearn_contract(estimator, check, monkeypatch):
     if getattr(estimator, "solver", None) == "kernel":
         # scikit-learn's checks set n_components = 1 on every estimator that has it, which

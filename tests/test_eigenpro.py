@@ -296,3 +296,22 @@ def test_rff_average_lands_nearer_the_least_squares_fit_than_the_last_iterate():
     excess_last = np.sum((Phi @ (solver.w - w_ls)) ** 2) / len(X)
     excess_avg = np.sum((Phi @ (solver.w_model - w_ls)) ** 2) / len(X)
     assert excess_avg < 0.5 * excess_last, (excess_avg, excess_last)  # 0.032 vs 0.108
+
+
+def test_kernel_eigenpro_is_float32_at_auto_and_subset_invariant_to_rounding():
+    """Engine dtype "auto" is float32 for kernel EigenPro; predicting rows alone, in small groups
+    or all together gives the same values up to float32 rounding (scikit-learn's
+    check_methods_subset_invariance at float32's tolerance); float64 stays on request."""
+    X, y = _problem()
+    for est in (EigenProRegressor(bandwidth=BW, random_state=0).fit(X, y),
+                EigenProClassifier(bandwidth=BW, random_state=0).fit(X, y > 0)):
+        assert est.dtype_ == "float32" and est.solver_.alpha.dtype == np.float32
+        method = getattr(est, "decision_function", est.predict)
+        whole = method(X)
+        parts = np.concatenate([method(X[i:i + 7]) for i in range(0, len(X), 7)])
+        single = np.array([method(X[i:i + 1])[0] for i in range(0, 60)])
+        tol = 1e-4 * float(np.abs(whole).max())  # a sum over n kernel terms in float32
+        np.testing.assert_allclose(parts, whole, rtol=0, atol=tol)
+        np.testing.assert_allclose(single, whole[:60], rtol=0, atol=tol)
+    f64 = EigenProRegressor(bandwidth=BW, random_state=0, engine={"dtype": "float64"}).fit(X, y)
+    assert f64.solver_.alpha.dtype == np.float64

@@ -19,8 +19,8 @@ device : {"auto", "cpu", "gpu"}, default "auto"
     X is computed on the CPU: "auto" is then the CPU (recorded in ``engine_``), "gpu" a one-line
     ``DeviceError``.
 dtype : {"auto", "float64", "float32"}, default "auto"
-    Precision of features, kernel blocks and coefficients. "auto": float32 for the DSG family,
-    float64 for every other estimator.
+    Precision of features, kernel blocks and coefficients. "auto": float32 for the DSG family
+    and kernel EigenPro, float64 for every other estimator.
 memory_budget : float (MB) or None, default None
     Bound on what reading on-disk X may hold (``kernelscale.budget``); picks ``window_rows``.
 window_rows : int or None, default None

@@ -161,6 +161,7 @@ class _EigenProBase(IterativeMixin, KernelEstimatorBase):
 
 class _KernelEigenPro(_EigenProBase):
     _default_tau = 1.0  # Ma & Belkin 2017, section 6
+    _auto_dtype = "float32"  # engine dtype "auto" (``kernelscale.engine``)
     _rules = _COMMON_RULES
 
     def __init__(self, kernel="gaussian", bandwidth="auto", n_eigenvectors=160,
