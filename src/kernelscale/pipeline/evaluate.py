@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spread.cluster import as_dask, current_client, predict_chunked
 from ..backend import is_sparse
+from ..spread.cluster import as_dask, current_client, predict_chunked
 from ..stream import read_rows, unwrap_dask
 
 CLASSIFICATION_TASKS = ("binary", "multiclass", "classification")

@@ -144,13 +144,8 @@ def fetch(url: str, sha256: str, dest: str | os.PathLike, *, retries: int = 3,
         log.warning("%s: cached file %s has the wrong sha256 or is empty; downloading again",
                     label, dest)
         dest.unlink()
-    source = apply_mirror(url, mirror)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    digest, size = _download_with_retries(source, part, label, retries, backoff_s, timeout_s)
-    if size == 0:
-        part.unlink(missing_ok=True)
-        raise DataError(f"{label}: {source} returned an empty file; not used")
+    source, part, digest, size = _download_part(url, dest, retries, backoff_s, timeout_s,
+                                                mirror, label)
     if digest != sha256:
         part.unlink(missing_ok=True)
         raise DataError(f"{label}: sha256 mismatch for {source}: expected {sha256}, got "
@@ -179,13 +174,8 @@ def _fetch_unknown(url: str, dest: Path, retries: int, backoff_s: float, timeout
         log.warning("%s: cached file %s does not match its pinned sha256 or is empty; "
                     "downloading again", label, dest)
         dest.unlink()
-    source = apply_mirror(url, mirror)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    digest, size = _download_with_retries(source, part, label, retries, backoff_s, timeout_s)
-    if size == 0:
-        part.unlink(missing_ok=True)
-        raise DataError(f"{label}: {source} returned an empty file; not used")
+    source, part, digest, size = _download_part(url, dest, retries, backoff_s, timeout_s,
+                                                mirror, label)
     if strict:
         part.unlink(missing_ok=True)
         raise DataError(f"{key}: not filled in ({TODO_SHA256}) and ${REQUIRE_ENV} is set: "
@@ -200,6 +190,20 @@ def _fetch_unknown(url: str, dest: Path, retries: int, backoff_s: float, timeout
     if pinned is None:
         _pin(dest, digest, source, key, size)
     return dest
+
+
+def _download_part(url: str, dest: Path, retries: int, backoff_s: float, timeout_s: float,
+                   mirror: str | None, label: str) -> tuple[str, Path, str, int]:
+    """Download ``url`` (through ``mirror``) to ``dest``'s ``.part`` file: (source, part, sha256,
+    size); an empty answer is a one-line DataError and leaves no part file."""
+    source = apply_mirror(url, mirror)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    digest, size = _download_with_retries(source, part, label, retries, backoff_s, timeout_s)
+    if size == 0:
+        part.unlink(missing_ok=True)
+        raise DataError(f"{label}: {source} returned an empty file; not used")
+    return source, part, digest, size
 
 
 def _pin(dest: Path, digest: str, source: str, key: str, size: int) -> None:
