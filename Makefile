@@ -132,7 +132,7 @@ test-slurm: $(STAMP)
 # subprocesses, convergence to exact kernel ridge, divergence sweeps, scikit-learn's checks of the
 # baselines and of every estimator at its defaults); stops at the first failure.
 QUICK_SKIP = $(foreach f,divergence* distributed* spread* scale* realdata_defaults faults data_memory \
-  baselines_checks sklearn_defaults workflow_pipeline reproduce slurm,--ignore-glob='tests/test_$(f).py') \
+  baselines_checks sklearn_defaults workflow_pipeline reproduce slurm sparse peers,--ignore-glob='tests/test_$(f).py') \
   --ignore=tests/gpu -k "not converge and not learnable_problem and not norma_is_stable \
   and not norma_auto_max_terms and not resume and not selection_result_is_unchanged \
   and not spread_over_dask and not paper_configs and not under_snakemake"
