@@ -93,6 +93,45 @@ def test_centered_pca_matches_sklearn(tmp_path, standardize):
     assert arrays["y_train"].dtype == np.float32
 
 
+@pytest.mark.parametrize("preprocess", [{"standardize": True},
+                                        {"standardize": True, "pca": {"n_components": 3}}])
+def test_l2_normalize_scales_dense_rows_last(tmp_path, preprocess):
+    """``preprocess.normalize: l2`` divides each prepared row (train and test, after standardize
+    and pca) by its L2 norm, as sklearn's ``normalize`` of the rows prepared without it; the
+    meta of the preparation without it has no ``normalize`` key."""
+    from sklearn.preprocessing import normalize
+
+    _correlated_npz(tmp_path / "a.npz")
+    spec = {"task": "regression", "path": str(tmp_path / "a.npz"), "format": "npz",
+            "split": {"test_size": 0.3, "seed": 1}, "chunk_rows": 700, "preprocess": preprocess}
+    plain = prepare_dataset("p", spec, tmp_path / "plain")
+    unit = prepare_dataset("p", {**spec, "preprocess": {**preprocess, "normalize": "l2"}},
+                           tmp_path / "unit")
+    assert "normalize" not in plain and "normalize" not in plain["spec"]["preprocess"]
+    assert unit["normalize"] == "l2" and unit["standardize"] == plain["standardize"]
+    _, p_arrays = open_prepared(tmp_path / "plain")
+    _, u_arrays = open_prepared(tmp_path / "unit")
+    for part in ("X_train", "X_test"):
+        got = u_arrays[part][:]
+        assert got.dtype == np.float32 and got.shape == p_arrays[part].shape
+        np.testing.assert_allclose(np.linalg.norm(got.astype(np.float64), axis=1), 1.0,
+                                   rtol=1e-6)
+        want = normalize(p_arrays[part][:].astype(np.float64), norm="l2")
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(u_arrays["y_test"][:], p_arrays["y_test"][:])
+
+
+def test_l2_normalize_keeps_zero_rows_zero(tmp_path):
+    (tmp_path / "z.csv").write_text("0,0,0\n3,4,1\n0,0,1\n-1,0,0\n")
+    meta = prepare_dataset("z", {"task": "binary", "path": str(tmp_path / "z.csv"),
+                                 "format": "csv", "split": {"test_size": 1e-9, "seed": 0},
+                                 "preprocess": {"normalize": "l2"}}, tmp_path / "out")
+    _, arrays = open_prepared(tmp_path / "out")
+    assert meta["n_train"] == 4 and meta["normalize"] == "l2"
+    np.testing.assert_array_equal(arrays["X_train"][:],
+                                  np.array([[0, 0], [0.6, 0.8], [0, 0], [-1, 0]], np.float32))
+
+
 def test_uncentered_pca_is_svd_of_raw_data(tmp_path):
     X, mask = _correlated_npz(tmp_path / "a.npz")
     spec = {"task": "regression", "path": str(tmp_path / "a.npz"), "format": "npz",
@@ -186,6 +225,8 @@ BAD_CASES = {
                       "a.csv: row 3 has 2 fields where 3 are expected"),
     "too_large_for_float32": ("a.csv", "1,2,0\n3,1e40,1\n", {"format": "csv"},
                               "a.csv: row 2: feature 2 is 1e+40, too large for float32"),
+    "bad_normalize": ("a.csv", "1,2,0\n3,4,1\n", {"format": "csv", "preprocess": {
+        "normalize": "max"}}, "datasets.bad.preprocess.normalize: 'max' is not one of"),
     "pca_too_wide": ("a.svm", "1 1:1\n-1 2:1\n", {"format": "libsvm", "preprocess": {
         "pca": {"n_components": 5}}},
         "datasets.bad.preprocess.pca.n_components: 5 is more than the 2 features"),

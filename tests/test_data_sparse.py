@@ -75,6 +75,8 @@ def test_sparse_preparation_is_reproducible(tmp_path):
 @pytest.mark.parametrize("spec, message", [
     ({"format": "csv", "n_features": None}, "preprocess.sparse: only for format libsvm"),
     ({"preprocess": {"sparse": True, "pca": {"n_components": 2}}}, "pca would make every row"),
+    ({"preprocess": {"sparse": True, "normalize": "l1"}},
+     "datasets.t.preprocess.normalize: 'l1' is not one of"),
 ])
 def test_sparse_config_errors_are_one_line(tmp_path, spec, message):
     (tmp_path / "t.svm").write_text("1 1:1 3:2\n-1 2:1\n1 1:1\n-1 3:1\n")
@@ -82,6 +84,43 @@ def test_sparse_config_errors_are_one_line(tmp_path, spec, message):
     with pytest.raises(DataError, match=message) as err:
         prepare_dataset("t", full, tmp_path / "out")
     assert "\n" not in str(err.value) and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_l2_normalized_sparse_rows_are_sklearns_normalize(tmp_path, standardize):
+    """``preprocess.normalize: l2`` scales every CSR row (train and test, after standardize) to
+    norm 1 and leaves empty rows empty, as sklearn's ``normalize`` does to the rows prepared
+    without it; the structure stays sparse; meta.json records it, and only when it is set."""
+    from sklearn.preprocessing import normalize
+
+    _text_like(tmp_path / "t.svm")
+    with open(tmp_path / "t.svm", "a") as f:
+        f.write("1\n-1\n1\n")  # rows without a feature: stay zero
+    plain = prepare_dataset("t", _spec(tmp_path / "t.svm", standardize=standardize),
+                            tmp_path / "plain")
+    unit = prepare_dataset("t", _spec(tmp_path / "t.svm", standardize=standardize,
+                                      normalize="l2"), tmp_path / "unit")
+    assert unit["normalize"] == "l2" and "normalize" not in plain
+    assert unit["spec"]["preprocess"]["normalize"] == "l2"
+    assert "normalize" not in plain["spec"]["preprocess"]
+    _, p_arrays = open_prepared(tmp_path / "plain")
+    _, u_arrays = open_prepared(tmp_path / "unit")
+    empty = 0
+    for part in ("X_train", "X_test"):
+        got, before = u_arrays[part][:], p_arrays[part][:]
+        assert isinstance(u_arrays[part], CSRStore) and scipy.sparse.issparse(got)
+        assert got.nnz == before.nnz and np.array_equal(got.indptr, before.indptr)
+        norms = np.sqrt(np.asarray(got.multiply(got).sum(axis=1)).ravel())
+        zero = np.diff(got.indptr) == 0
+        np.testing.assert_allclose(norms[~zero], 1.0, rtol=1e-6)
+        assert not norms[zero].any()
+        empty += int(zero.sum())
+        want = normalize(before.astype(np.float64), norm="l2")
+        np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=1e-6, atol=1e-7)
+    assert empty == 3
+    np.testing.assert_array_equal(u_arrays["y_train"][:], p_arrays["y_train"][:])
+    # standardize: the same column scales, fitted before normalizing
+    assert unit["standardize"] == plain["standardize"]
 
 
 def test_non_finite_sparse_value_names_row_and_feature(tmp_path):

@@ -37,6 +37,15 @@ def test_defaults_are_filled_in():
     assert csv["csv"] == {"label_column": -1, "header": False, "delimiter": ","}
 
 
+def test_normalize_is_recorded_only_when_set():
+    base = {"task": "binary", "url": URL, "sha256": HEX, "format": "libsvm"}
+    plain = validate_dataset_spec("c", base)
+    assert validate_dataset_spec("c", {**base, "preprocess": {"normalize": None}}) == plain
+    unit = validate_dataset_spec("c", {**base, "preprocess": {"normalize": "l2"}})
+    assert unit["preprocess"] == {"standardize": False, "pca": None, "normalize": "l2"}
+    assert validate_dataset_spec("c", unit) == unit
+
+
 def test_normalized_spec_validates_again():
     spec = validate_dataset_spec("g", {"task": "binary", "generator": {
         "name": "classification", "n_samples": 100, "n_features": 5}})
@@ -92,6 +101,8 @@ def test_normalized_spec_validates_again():
      "datasets.x.preprocess.pca.n_components: 3 is more than the 2 features"),
     ({"task": "binary", "sklearn": "breast_cancer", "split": {"test_size": 1.5}},
      "datasets.x.split.test_size: 1.5 is greater than or equal to the maximum of 1"),
+    ({"task": "binary", "sklearn": "breast_cancer", "preprocess": {"normalize": "l1"}},
+     "datasets.x.preprocess.normalize: 'l1' is not one of ['l2', None]"),
     ({"task": "binary", "sklearn": "breast_cancer", "chunk_rows": 0},
      "datasets.x.chunk_rows: 0 is less than the minimum of 1"),
     ({"task": "binary", "sklearn": "breast_cancer", "colour": "red"},

@@ -462,3 +462,88 @@ def test_open_zarr_opens_a_csr_store(data, tmp_path):
     with pytest.raises(FileNotFoundError, match="has no array 'Z'") as e:
         open_zarr(tmp_path / "d.zarr", "Z")
     assert "\n" not in str(e.value)
+
+
+def _store_files(path):
+    from pathlib import Path
+
+    return {str(f.relative_to(path)): f.read_bytes() for f in Path(path).rglob("*")
+            if f.is_file()}
+
+
+def _one_piece_store(path, X, chunk_rows, chunk_nnz):
+    """A CSR store as ``CSRWriter`` wrote it when it kept the row pointers until ``close()``:
+    each array created empty, then resized and written in one assignment."""
+    import zarr
+
+    group = zarr.open_group(str(path), mode="w")
+    X = X.tocsr()
+    for part, values, chunk, dtype in (("indptr", X.indptr, chunk_rows, "int64"),
+                                       ("indices", X.indices, chunk_nnz, "int32"),
+                                       ("data", X.data, chunk_nnz, "float32")):
+        arr = group.create_array(f"X.{part}", shape=(0,), chunks=(chunk,), dtype=dtype)
+        arr.resize((len(values),))
+        arr[:] = values.astype(dtype)
+    group.attrs["X.shape"] = list(X.shape)
+
+
+@pytest.mark.parametrize("chunk_rows, chunk_nnz", [(64, 1024), (7, 16), (1, 1), (1000, 1024)])
+def test_csr_writer_store_is_the_same_however_the_rows_arrive(tmp_path, chunk_rows, chunk_nnz):
+    """Rows appended in many small blocks (empty ones, single rows, blocks across pointer and
+    value chunk boundaries, empty rows) give the store written in one go, file for file."""
+    import zarr
+
+    from kernelscale.io import CSRWriter, open_csr, write_csr
+
+    rng = np.random.default_rng(chunk_rows)
+    X = sp.random(700, 40, density=0.05, format="csr", random_state=1, dtype=np.float64)
+    keep = np.ones(700)
+    keep[rng.choice(700, 30, replace=False)] = 0
+    X = (sp.diags(keep) @ X).tocsr()  # some empty rows
+    X.eliminate_zeros()
+    X.sort_indices()
+    edges = [0, *np.sort(rng.integers(0, 701, size=60)).tolist(), 700]
+    group = zarr.open_group(str(tmp_path / "many.zarr"), mode="w")
+    writer = CSRWriter(group, "X", 40, chunk_rows=chunk_rows, chunk_nnz=chunk_nnz)
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        writer.append(X[lo:hi])
+    many = writer.close()
+    once = write_csr(zarr.open_group(str(tmp_path / "once.zarr"), mode="w"), "X", [X], 40,
+                     chunk_rows=chunk_rows, chunk_nnz=chunk_nnz)
+    _one_piece_store(tmp_path / "old.zarr", X, chunk_rows, chunk_nnz)
+    old = open_csr(zarr.open_group(str(tmp_path / "old.zarr"), mode="r"), "X")
+    for store in (many, once):
+        assert store.shape == old.shape and store.chunks == old.chunks
+        for part in ("indptr", "indices", "data"):
+            a, b = getattr(store, part), getattr(old, part)
+            assert a.chunks == b.chunks and a.shape == b.shape and a.dtype == b.dtype
+            assert np.array_equal(a[:], b[:])
+    assert (many[:] != X.astype(np.float32)).nnz == 0
+    files = _store_files(tmp_path / "old.zarr")
+    assert _store_files(tmp_path / "many.zarr") == files == _store_files(tmp_path / "once.zarr")
+
+
+def test_csr_writer_holds_at_most_a_chunk_of_row_pointers(tmp_path):
+    """While 10 pointer chunks are written in blocks of 1..40 rows, the pointers held in memory
+    never exceed a chunk (+ 1) and the ones before them are on disk already."""
+    import zarr
+
+    from kernelscale.io import CSRWriter
+
+    chunk = 64
+    X = sp.random(10 * chunk, 30, density=0.1, format="csr", random_state=2, dtype=np.float32)
+    writer = CSRWriter(zarr.open_group(str(tmp_path / "w.zarr"), mode="w"), "X", 30,
+                       chunk_rows=chunk, chunk_nnz=256)
+    rng = np.random.default_rng(0)
+    lo = 0
+    while lo < X.shape[0]:
+        hi = min(X.shape[0], lo + int(rng.integers(1, 41)))
+        writer.append(X[lo:hi])
+        lo = hi
+        held = len(writer._ptrs)
+        assert held <= chunk + 1 and writer.indptr.shape[0] + held == hi + 1
+        assert writer.indptr.shape[0] % chunk == 0
+        if writer.indptr.shape[0]:
+            assert np.array_equal(writer.indptr[:], X.indptr[:writer.indptr.shape[0]])
+    store = writer.close()
+    assert np.array_equal(store.indptr[:], X.indptr) and (store[:] != X).nnz == 0

@@ -150,7 +150,10 @@ class CSRWriter:
     """Appends CSR row blocks (scipy.sparse, ``n_features`` columns) to a new ``CSRStore`` in a
     zarr group: arrays ``<name>.indptr`` / ``.indices`` / ``.data`` (chunks: ``chunk_rows``
     pointers, ``chunk_nnz`` entries) and, at ``close()``, the group attribute ``<name>.shape``.
-    The row pointers are kept in memory until ``close()`` (8 bytes a row)."""
+    Row pointers are written a whole ``indptr`` chunk at a time as rows arrive; fewer than
+    ``chunk_rows`` of them are held in memory between appends (the last, partial chunk is
+    written by ``close()``). The store is the same, file for file, however the rows are split
+    into blocks."""
 
     def __init__(self, group, name: str, n_features: int, *, chunk_rows: int,
                  chunk_nnz: int = 1 << 20, dtype="float32"):
@@ -164,7 +167,9 @@ class CSRWriter:
                                           chunks=(int(chunk_nnz),), dtype="int32")
         self.data = group.create_array(f"{name}.data", shape=(0,), chunks=(int(chunk_nnz),),
                                        dtype=self.dtype)
-        self._ptrs = [np.zeros(1, dtype=np.int64)]
+        self._chunk = max(1, int(chunk_rows))
+        self._ptrs = np.zeros(1, dtype=np.int64)  # indptr[self._written:], not written yet
+        self._written = 0  # leading indptr entries on disk: whole chunks
         self.n_rows = self.nnz = 0
 
     def append(self, block) -> None:
@@ -182,14 +187,18 @@ class CSRWriter:
                             (self.data, block.data.astype(self.dtype, copy=False))):
             arr.resize((self.nnz + k,))
             arr[self.nnz:self.nnz + k] = values
-        self._ptrs.append(block.indptr[1:].astype(np.int64) + self.nnz)
+        self._ptrs = np.concatenate([self._ptrs, block.indptr[1:].astype(np.int64) + self.nnz])
         self.n_rows, self.nnz = self.n_rows + block.shape[0], self.nnz + k
+        full = len(self._ptrs) // self._chunk * self._chunk
+        if full:  # whole chunks, each written once with its final content
+            self.indptr.resize((self._written + full,))
+            self.indptr[self._written:] = self._ptrs[:full]
+            self._ptrs, self._written = self._ptrs[full:].copy(), self._written + full
 
     def close(self) -> CSRStore:
-        import numpy as np
-
         self.indptr.resize((self.n_rows + 1,))
-        self.indptr[:] = np.concatenate(self._ptrs)
+        if len(self._ptrs):
+            self.indptr[self._written:] = self._ptrs
         self.group.attrs[f"{self.name}.shape"] = [self.n_rows, self.n_features]
         return CSRStore(self.indptr, self.indices, self.data, (self.n_rows, self.n_features))
 

@@ -8,8 +8,9 @@ Two streaming passes over the source, so memory depends on the block size, never
    the blocks' PCA moments are computed on the dask cluster and merged here in row order (the
    same numbers as without it);
 2. *write*: read the source again, map labels to class indices, standardize and project each
-   block, split it, and append the rows to ``X_train``/``X_test`` (``preprocess.sparse``: CSR
-   rows, scaled without centring, written as ``kernelscale.io.CSRWriter`` stores) ...
+   block (``preprocess.normalize: l2``: then scale each row to unit L2 norm), split it, and
+   append the rows to ``X_train``/``X_test`` (``preprocess.sparse``: CSR rows, scaled without
+   centring, written as ``kernelscale.io.CSRWriter`` stores) ...
 
 Everything is written into a temporary folder beside ``out_dir`` that replaces ``out_dir`` by
 one rename at the end, ``meta.json`` last; on any error the temporary folder is removed, so
@@ -70,30 +71,56 @@ class Scan:
 
 @dataclass
 class Transform:
-    """Standardization and PCA fitted on the training rows, applied block by block."""
+    """Standardization and PCA fitted on the training rows, applied block by block, then (with
+    ``normalize="l2"``) each row divided by its L2 norm (all-zero rows stay zero)."""
 
     shift: np.ndarray | None = None
     scale: np.ndarray | None = None
     axes: np.ndarray | None = None  # (d_raw, k)
     centre: np.ndarray | None = None  # subtracted before projecting (zeros if uncentered)
     ratios: np.ndarray | None = None
+    normalize: str | None = None  # "l2": unit rows, last
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         if hasattr(X, "tocsr"):  # sparse rows (preprocess.sparse): scaled only, never centred
-            if self.scale is None:
+            if self.scale is None and self.normalize is None:
                 return X.tocsr()
             import scipy.sparse
 
-            return (X.tocsr().astype(np.float64) @ scipy.sparse.diags(1.0 / self.scale)
-                    ).astype(np.float32).tocsr()
-        if self.shift is None and self.axes is None:
+            Z = X.tocsr().astype(np.float64)
+            if self.scale is not None:
+                Z = Z @ scipy.sparse.diags(1.0 / self.scale)
+            if self.normalize is not None:
+                Z = unit_rows(Z)
+            return Z.astype(np.float32).tocsr()
+        if self.shift is None and self.axes is None and self.normalize is None:
             return X
         Z = X.astype(np.float64)
         if self.shift is not None:
             Z = (Z - self.shift) / self.scale
         if self.axes is not None:
             Z = (Z - self.centre) @ self.axes
+        if self.normalize is not None:
+            Z = unit_rows(Z)
         return Z.astype(np.float32)
+
+
+def unit_rows(Z):
+    """``Z`` (float64, dense (n, d) or scipy.sparse CSR) with each row divided by its L2 norm,
+    as ``sklearn.preprocessing.normalize(Z, norm="l2")``; all-zero rows stay zero. A CSR ``Z``
+    keeps its sparsity structure (a new matrix; ``Z`` is left as it is)."""
+    if hasattr(Z, "tocsr"):
+        import scipy.sparse
+
+        Z = Z.tocsr()
+        row = np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr))
+        norms = np.sqrt(np.bincount(row, weights=Z.data * Z.data, minlength=Z.shape[0]))
+        inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        return scipy.sparse.csr_matrix((Z.data * inverse[row], Z.indices, Z.indptr),
+                                       shape=Z.shape)
+    norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+    inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    return Z * inverse[:, None]
 
 
 def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
@@ -242,7 +269,7 @@ class _MomentsOnCluster:
 def fit_transform(name: str, spec: dict, scan: Scan) -> Transform:
     """Standardization and PCA from the first pass's moments."""
     preprocess = spec["preprocess"]
-    transform = Transform()
+    transform = Transform(normalize=preprocess.get("normalize"))
     if preprocess["standardize"]:
         transform.shift, transform.scale = standardizer(scan.moments)
         if preprocess.get("sparse"):
@@ -335,6 +362,7 @@ def build_meta(name: str, spec: dict, source: Source, scan: Scan, transform: Tra
         "standardize": None if transform.scale is None else {
             "mean": None if transform.shift is None else transform.shift.tolist(),
             "scale": transform.scale.tolist()},
+        **({"normalize": transform.normalize} if transform.normalize is not None else {}),
         "pca": None if pca is None else {
             "n_components": pca["n_components"], "center": pca["center"],
             "explained_variance_ratio": transform.ratios.tolist(),

@@ -42,6 +42,7 @@ SKLEARN_LOADERS = {
 }
 
 DEFAULT_CHUNK_ROWS = 50_000
+NORMALIZE = ("l2",)  # preprocess.normalize: per-row scaling after standardize / pca
 DEFAULT_SPLIT = {"test_size": 0.2, "seed": 0}
 
 GENERATOR_DEFAULTS = {
@@ -123,6 +124,12 @@ def validate_dataset_spec(name: str, spec: Any) -> dict:
         if pca is not None:
             raise DataError(f"{where}.preprocess.sparse: pca would make every row dense; drop "
                             "preprocess.pca or preprocess.sparse")
+    if "normalize" in preprocess:  # absent unless asked (null = absent): old specs unchanged
+        if preprocess["normalize"] is None:
+            del preprocess["normalize"]
+        elif preprocess["normalize"] not in NORMALIZE:
+            raise DataError(f"{where}.preprocess.normalize: {preprocess['normalize']!r} is not "
+                            f"one of {', '.join(NORMALIZE)} or null")
     if pca is not None:
         pca.setdefault("center", True)
         if n_features is not None and pca["n_components"] > n_features:
