@@ -167,6 +167,19 @@ def test_nystrom_on_cluster_equals_local(client, data):
     assert np.array_equal(local.decision_function(X), remote.decision_function(X))
 
 
+def test_nystrom_cg_on_cluster_equals_local(client, data):
+    # each CG pass is one round of per-block products K_b^T (K_b V) summed in row order
+    X, y, Z = data
+    kw = dict(n_components=150, engine={"pass_rows": 1000}, bandwidth=2.0, random_state=0,
+              solver="cg", n_iter=8)
+    local = NystromRidgeRegressor(**kw).fit(Z, y)
+    with use_client(client), get_task_stream(client) as ts:
+        remote = NystromRidgeRegressor(**kw).fit(Z, y)
+    assert _ran_on_cluster(ts, "_KernelProducts")
+    assert local.n_iter_ == remote.n_iter_ == 8
+    assert np.array_equal(local.predict(X), remote.predict(X))
+
+
 def test_nystrom_and_rb_name_the_first_bad_row_on_cluster(client, data, bad_zarr):
     _, y, _ = data
     for est in (NystromRidgeRegressor(n_components=50, engine={"pass_rows": 1000}, bandwidth=2.0,

@@ -65,6 +65,9 @@ NO_CHANGE = {
                                        "tiny novelty fit; the cap bounds a reused block's step",
     ("ExactKRR", "max_n"): "a guard: a larger n is refused, a smaller one solved the same way",
     ("ExactSVM", "cache_size"): "LIBSVM's kernel cache size (MB): speed only",
+    ("Nystrom", "tol"): "CG's stopping rule: solver 'auto' solves this tiny fit directly "
+                        "(test_nystrom_cg checks it under 'cg')",
+    ("Nystrom", "n_iter"): "as tol: CG's iteration cap (test_nystrom_cg)",
     ("ExactSVM", "engine"): "LIBSVM computes in float64 on the CPU whatever the engine",
     ("RB", "engine"): "binning and the solvers compute in float64 (the engine's dtype is a "
                       "precision it may use; kernelscale.engine: options a method has no use "

@@ -59,6 +59,9 @@ CASES = [
                                                   batch_size=64, **k), "clf"),
     ("nystrom", lambda **k: NystromRidgeRegressor(n_components=100, **k), "reg"),
     ("nystrom-clf", lambda **k: NystromRidgeClassifier(n_components=100, **k), "clf3"),
+    ("nystrom-cg", lambda **k: NystromRidgeRegressor(n_components=100, solver="cg", **k), "reg"),
+    ("nystrom-cg-clf", lambda **k: NystromRidgeClassifier(n_components=100, solver="cg", **k),
+     "clf3"),
     ("exact-krr", lambda **k: ExactKRRRegressor(**k), "reg"),
     ("exact-krr-clf", lambda **k: ExactKRRClassifier(**k), "clf"),
     ("pegasos", lambda **k: PegasosClassifier(n_iter="2 epochs", **k), "clf"),
@@ -100,7 +103,8 @@ def test_same_seed_same_predictions_on_cpu_and_gpu(make, task):
     assert _close(_output(again, X), a, 1e-10)
 
 
-FLOAT32 = ["dsg", "cdsg", "dsg-clf-newton", "eigenpro-rff", "rff-sgd", "nystrom", "exact-krr"]
+FLOAT32 = ["dsg", "cdsg", "dsg-clf-newton", "eigenpro-rff", "rff-sgd", "nystrom", "nystrom-cg",
+           "exact-krr"]
 
 
 @pytest.mark.parametrize("make, task", [c[1:] for c in CASES if c[0] in FLOAT32], ids=FLOAT32)

@@ -12,12 +12,12 @@ import scipy.sparse
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ..solvers._common import take_rows
-from ..solvers.nystrom import NystromRidge
+from ..solvers.nystrom import METHODS, NystromRidge, auto_method
 from ..solvers.preconditioners import subsample_indices
 from ..spread import cluster_rows
 from ._docs import fill_doc
 from ._kernel_common import KernelEstimatorBase, n_features_rule, ridge_alpha
-from ._params import REG, Int, Real, store_params
+from ._params import REG, Int, OneOf, Real, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
 NYSTROM_PASS_ROWS = 8192  # Nystrom's default engine pass_rows
@@ -29,7 +29,8 @@ _NYSTROM_DOCS = {
 m landmarks Z, K_ZZ = U diag(s) U^T, give the feature map phi(x) = diag(s)^{-1/2} U^T k(Z, x)
 whose inner products are the Nyström kernel K_xZ K_ZZ^+ K_Zx; the model is the ridge solution
 min_w ||Phi w - Y||^2 + n nu ||w||^2, solved through its m x m normal equations summed over row
-chunks of X.""",
+chunks of X, or by FALKON's preconditioned conjugate gradients (Rudi, Carratino, Rosasco, NIPS
+2017), which never form them (``solver``).""",
     "parameters": """\
 n_components : "auto" or int >= 1, default="auto"
     m, landmarks (centres) sampled without replacement from the training rows, at most n (m = n:
@@ -41,8 +42,21 @@ n_components : "auto" or int >= 1, default="auto"
 %(kernel)s
 %(bandwidth)s
 rcond : float >= 0, default=1e-12
-    Eigenvalues of K_ZZ below rcond x its largest are dropped (the pseudo-inverse K_ZZ^+).
-    Fitted: ``rank_``, the eigenvalues kept.
+    The direct solve's: eigenvalues of K_ZZ below rcond x its largest are dropped (the
+    pseudo-inverse K_ZZ^+). Fitted: ``rank_``, the eigenvalues kept.
+solver : {"auto", "direct", "cg"}, default="auto"
+    "direct": the normal equations Phi^T Phi (one pass, O(n m (d + m)) flops) and a Cholesky
+    solve. "cg": conjugate gradients with FALKON's preconditioner (Rudi, Carratino, Rosasco,
+    "FALKON: An Optimal Large Scale Kernel Method", NIPS 2017, Alg. 1), one pass of
+    O(n m (d + C)) flops per iteration for C outputs. "auto": the one with fewer flops at
+    ``n_iter`` iterations (``solvers.nystrom.auto_method``; d counts non-zeros for sparse X).
+    Fitted: ``solver_.method``.
+tol : float > 0, default=1e-3
+    CG stops when every output's relative residual ||b - A w|| / ||b|| of the preconditioned
+    system is below it.
+n_iter : int >= 1, default=30
+    CG iterations at most; reaching it without ``tol`` is not an error (the residuals are in
+    ``history_``). Fitted: ``n_iter_``, the iterations run (0 for "direct").
 %(random_state)s
     It also draws the landmarks.
 %(engine)s
@@ -54,7 +68,12 @@ solver_ : solvers.nystrom.NystromRidge
 n_components_ : int
     m used.
 rank_ : int
-    Eigenvalues of K_ZZ kept (<= m): the dimension of the Nyström feature map.
+    Eigenvalues of K_ZZ kept (<= m): the dimension of the Nyström feature map (m for "cg").
+n_iter_ : int
+    CG iterations run (0 for the direct solve).
+history_ : dict
+    CG's per-iteration records: iter, time, residual (the largest relative residual); empty for
+    the direct solve.
 reg_ : float
     nu used (the ridge solved is n ``reg_``).
 %(kernel_)s
@@ -71,10 +90,16 @@ X : {array-like, sparse matrix} of shape (n_samples, n_features)
 class _NystromBase(KernelEstimatorBase):
     """Implementation shared by ``NystromRidgeClassifier`` / ``NystromRidgeRegressor``."""
 
-    _rules = {"n_components": Int(1, "auto"), "reg": REG, "rcond": Real(0)}
+    _rules = {"n_components": Int(1, "auto"), "reg": REG, "rcond": Real(0),
+              "solver": OneOf("auto", *METHODS), "tol": Real(0, strict=True), "n_iter": Int(1)}
+    _cg_only = ("by solver='cg' or 'auto'", ("solver",), lambda p: p["solver"] != "direct")
+    _used_only = {"tol": _cg_only, "n_iter": _cg_only,
+                  "rcond": ("by solver='direct' or 'auto'", ("solver",),
+                            lambda p: p["solver"] != "cg")}
 
     def __init__(self, n_components="auto", reg="auto", kernel="gaussian", bandwidth="auto",
-                 rcond=1e-12, random_state=None, engine=None):
+                 rcond=1e-12, solver="auto", tol=1e-3, n_iter=30, random_state=None,
+                 engine=None):
         store_params(self, locals())
 
     def fit(self, X, y):
@@ -93,11 +118,16 @@ class _NystromBase(KernelEstimatorBase):
         sparse = scipy.sparse.issparse(Z)
         Z = xp.asarray(Z.toarray() if sparse else Z, dtype=dtype)  # the m landmarks: dense
         self.solver_ = NystromRidge(self.kernel_, Z, xp, rcond=float(self.rcond))
+        d_eff = X.nnz / n if hasattr(X, "nnz") else X.shape[1]  # the kernel's cost per row
+        method = (auto_method(d_eff, int(Z.shape[0]), Y.shape[1], self.n_iter)
+                  if self.solver == "auto" else self.solver)
         # sparse X (in memory) is passed over here, not in dask row blocks
         self.solver_.fit(X, Y, alpha, dtype, self.engine_.pass_rows or NYSTROM_PASS_ROWS,
-                         rows=None if sparse else cluster_rows())
+                         rows=None if sparse else cluster_rows(), method=method,
+                         tol=self.tol, max_iter=self.n_iter)
         self.n_components_ = int(Z.shape[0])
         self.rank_ = self.solver_.rank
+        self.n_iter_, self.history_ = self.solver_.n_iter, self.solver_.history
         return self
 
 

@@ -23,6 +23,7 @@ CHOSEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ridge", ("ridge_",)),                      # Random Binning CG: the alpha its solver uses
     ("n_components", ("n_components_",)),        # RFF, Nystrom
     ("rank", ("rank_",)),                        # Nystrom: centres kept after the pseudo-inverse
+    ("solver", ("solver_.method",)),             # Nystrom: "direct" or "cg" ("auto" picks)
     ("n_features_out", ("n_features_out_",)),    # Random Binning: non-empty bins of all grids
     ("kappa", ("kappa_",)),                      # Random Binning: D / R, non-empty bins per grid
     ("n_iter", ("n_iter_per_fit_",)),            # DSG: iterations per fit call

@@ -1,17 +1,28 @@
 """Nyström approximation + ridge regression (Williams, Seeger, Using the Nyström Method to Speed Up
 Kernel Machines, NIPS 2001).
 
-Landmarks Z (m rows sampled without replacement with the model seed); K_ZZ = U diag(s) U^T, keeping
-eigenvalues s_j > rcond * s_1, gives the feature map phi(x) = T^T k(Z, x), T = U_r diag(s_r)^{-1/2},
-whose inner products reproduce the Nyström kernel K_xZ K_ZZ^+ K_Zx. The ridge problem
+Landmarks Z (m rows sampled without replacement with the model seed). The ridge problem over
+f = sum_j c_j k(z_j, .),
 
-    min_w ||Phi w - Y||^2 + ridge ||w||^2            (ridge = n nu, scikit-learn's KernelRidge alpha)
+    min_c ||K_nZ c - Y||^2 + ridge c^T K_ZZ c      (ridge = n nu, scikit-learn's KernelRidge alpha),
 
-is solved through its r x r normal equations, accumulated over row chunks of X, so X is read
-chunk by chunk and never held. With ``rows`` (numpy backend; e.g. ``spread.ClusterRows`` on a dask
-client) the chunks' products are computed by ``rows.sum`` and added in row order: the same sums as
-the local loop, bit for bit in float64. With m = n landmarks this is exact kernel ridge regression:
-Phi Phi^T = K, so the fit equals K (K + ridge I)^{-1} Y.
+is solved in one of two ways, X read chunk by chunk and never held:
+
+* ``method="direct"``: K_ZZ = U diag(s) U^T, keeping eigenvalues s_j > rcond * s_1, gives the
+  feature map phi(x) = T^T k(Z, x), T = U_r diag(s_r)^{-1/2}, whose inner products reproduce the
+  Nyström kernel K_xZ K_ZZ^+ K_Zx; the r x r normal equations (Phi^T Phi + ridge I) w = Phi^T Y
+  are accumulated over row chunks and solved once (c = T w): one pass, O(n m (d + r)) flops;
+* ``method="cg"``: FALKON (Rudi, Carratino, Rosasco, "FALKON: An Optimal Large Scale Kernel
+  Method", NIPS 2017, Alg. 1): conjugate gradients on (K_nZ^T K_nZ + ridge K_ZZ) c = K_nZ^T Y
+  preconditioned by B = T^-1 A^-1, T^T T = K_ZZ + m eps I and A^T A = (n / m) T T^T + ridge I
+  (Cholesky factors), for which B^T (n / m K_ZZ^2 + ridge K_ZZ) B = I; each step is one pass
+  K_nZ^T (K_nZ V), O(n m (d + C)) flops for C right-hand sides, the normal equations never
+  formed. CG stops when every column's relative residual is below ``tol``.
+
+``auto_method`` picks the one that costs less. With ``rows`` (numpy backend; e.g.
+``spread.ClusterRows`` on a dask client) the chunks' products are computed by ``rows.sum`` and
+added in row order: the same sums as the local loop, bit for bit in float64. With m = n
+landmarks this is exact kernel ridge regression: the fit equals K (K + ridge I)^{-1} Y.
 """
 
 from __future__ import annotations
@@ -24,11 +35,27 @@ import scipy.linalg
 from ..backend import asarray, to_numpy
 from ..stream import check_finite_rows, iter_row_chunks
 from ._common import DeviceState, kernel_apply
+from .rb_cg import conjugate_gradients
+
+METHODS = ("direct", "cg")
+HOST_PIECE_BYTES = 4 << 20  # kernel values per piece of a CG pass on the host
+KERNEL_VALUE_FLOPS = 250  # a kernel value's exp and memory traffic, in GEMM flops (docs/design.md)
+
+
+def auto_method(d_eff: float, m: int, n_outputs: int, max_iter: int) -> str:
+    """"cg" when its ``max_iter`` passes beyond the first cost less than what the direct solve
+    adds to one pass, the products K T and Phi^T Phi (3 m flops per kernel value, plus 8 m^2 / n
+    for the eigendecomposition against CG's two Cholesky factors: omitted, n >> m); else
+    "direct". A pass costs, per kernel value, ``KERNEL_VALUE_FLOPS`` for its evaluation and
+    memory traffic, 2 ``d_eff`` for the distances and 4 C for K V and K^T U (C = ``n_outputs``).
+    ``d_eff``: features per row (non-zeros per row for sparse X)."""
+    per_pass = KERNEL_VALUE_FLOPS + 2 * d_eff + 4 * n_outputs
+    return "cg" if max_iter * per_pass < 3 * m else "direct"
 
 
 class NystromRidge(DeviceState):
-    """Nyström ridge over landmarks Z (module docstring); the constructor eigendecomposes K_ZZ,
-    ``fit`` solves the ridge and keeps coefficients over Z."""
+    """Nyström ridge over landmarks Z (module docstring): ``fit`` solves the ridge and keeps
+    coefficients ``coef`` over Z."""
 
     _arrays = ("Z", "coef")
 
@@ -36,24 +63,26 @@ class NystromRidge(DeviceState):
         self.xp = xp
         self.kernel = kernel
         self.Z = Z
-        s, U = xp.linalg.eigh(kernel(Z))
-        keep = s > rcond * float(s.max())
-        self.rank = int(keep.sum())
-        self._T = U[:, keep] / xp.sqrt(s[keep])[None, :]
+        self.rcond = rcond
         self.coef = None
 
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_T", None)
-        return state
-
-    def fit(self, X, Y, ridge: float, dtype, chunk_rows: int = 8192, rows=None):
-        """Accumulate Phi^T Phi and Phi^T Y over chunks, solve the ridge system on the host.
-        ``rows``: runs the chunks' products (``rows.sum``; numpy backend), None: this process."""
+    def fit(self, X, Y, ridge: float, dtype, chunk_rows: int = 8192, rows=None,
+            method: str = "direct", tol: float = 1e-3, max_iter: int = 30):
+        """Solve the ridge system by ``method`` (module docstring); ``tol`` and ``max_iter`` are
+        CG's. ``rows``: runs the chunks' products (``rows.sum``; numpy backend), None: this
+        process. Sets ``coef``, ``method``, ``rank`` (eigenvalues kept; m for "cg"), ``n_iter``
+        (CG iterations; 0 for "direct") and ``history`` (CG's residual per iteration)."""
+        self.method, self.n_iter, self.history = method, 0, {}
+        if method == "cg":
+            return self._fit_cg(X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter)
         xp = self.xp
-        r = self.rank
+        s, U = xp.linalg.eigh(self.kernel(self.Z))
+        keep = s > self.rcond * float(s.max())
+        r = self.rank = int(keep.sum())
+        T = U[:, keep] / xp.sqrt(s[keep])[None, :]
+        del s, U
         if rows is not None and xp is np:
-            AB = rows.sum(_NormalBlock(self.kernel, self.Z, self._T, dtype), X, Y,
+            AB = rows.sum(_NormalBlock(self.kernel, self.Z, T, dtype), X, Y,
                           chunk_rows=chunk_rows)
             A, B = AB[:, :r], AB[:, r:]
         else:
@@ -61,15 +90,58 @@ class NystromRidge(DeviceState):
             B = xp.zeros((r, Y.shape[1]), dtype=dtype)
             for lo, block in iter_row_chunks(X, chunk_rows):
                 check_finite_rows(block, lo, "X")  # on-disk rows are first seen here
-                Phi = self.kernel(asarray(block, xp, dtype), self.Z) @ self._T
+                Phi = self.kernel(asarray(block, xp, dtype), self.Z) @ T
                 A += Phi.T @ Phi
                 B += Phi.T @ xp.asarray(Y[lo:lo + block.shape[0]], dtype=dtype)
         A_h = to_numpy(A).astype(np.float64)
         A_h[np.diag_indices(r)] += ridge
         w = scipy.linalg.solve(A_h, to_numpy(B).astype(np.float64), assume_a="pos")
         # f = sum_j c_j k(z_j, .) with c = T w: prediction is one kernel product with Z
-        self.coef = self._T @ xp.asarray(w, dtype=dtype)
-        del self._T
+        self.coef = T @ xp.asarray(w, dtype=dtype)
+        return self
+
+    def _fit_cg(self, X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter):
+        xp, Z = self.xp, self.Z
+        spread = rows is not None and xp is np
+        n, m = int(X.shape[0]), int(Z.shape[0])
+        self.rank = m
+
+        def gram(V):
+            """K_nZ^T (K_nZ V), or K_nZ^T Y for V None, summed over row chunks (host float64)."""
+            task = _KernelProducts(self.kernel, Z, V, dtype, np if spread else xp)
+            if spread:
+                return rows.sum(task, X, Y if V is None else None, chunk_rows=chunk_rows)
+            total = None
+            for lo, block in iter_row_chunks(X, chunk_rows):
+                part = task(block, None if V is not None else Y[lo:lo + block.shape[0]], lo=lo)
+                total = part if total is None else total + part
+            return to_numpy(total).astype(np.float64)
+
+        # the preconditioner on the host in float64, whatever the device and dtype
+        Kzz = np.asarray(to_numpy(self.kernel(Z)), dtype=np.float64)
+        Kzz[np.diag_indices(m)] += m * np.finfo(np.float64).eps
+        T = scipy.linalg.cholesky(Kzz, lower=False, overwrite_a=True)  # T^T T = K_ZZ + m eps I
+        A = T @ T.T
+        A *= n / m
+        A[np.diag_indices(m)] += ridge
+        A = scipy.linalg.cholesky(A, lower=False, overwrite_a=True)  # A^T A = n/m T T^T + ridge
+
+        def B(u):  # T^-1 A^-1 u
+            return scipy.linalg.solve_triangular(T, scipy.linalg.solve_triangular(A, u))
+
+        def Bt(v):  # A^-T T^-T v
+            return scipy.linalg.solve_triangular(A, scipy.linalg.solve_triangular(T, v, trans="T"),
+                                                 trans="T")
+
+        def apply(u):  # B^T (K_nZ^T K_nZ + ridge K_ZZ) B u, with T^T T for K_ZZ
+            c = B(u)
+            return Bt(gram(xp.asarray(c, dtype=dtype))) + ridge * (
+                scipy.linalg.solve_triangular(A, scipy.linalg.solve_triangular(A, u), trans="T"))
+
+        beta, self.history, _ = conjugate_gradients(apply, Bt(gram(None)), tol=tol,
+                                                    max_iter=max_iter)
+        self.n_iter = len(self.history["iter"]) - 1
+        self.coef = xp.asarray(B(beta), dtype=dtype)
         return self
 
     def decision(self, A):
@@ -89,3 +161,26 @@ class _NormalBlock:
         check_finite_rows(block, lo, "X")
         Phi = self.kernel(np.asarray(block, dtype=self.dtype), self.Z) @ self.T
         return np.concatenate([Phi.T @ Phi, Phi.T @ np.asarray(Yb, dtype=self.dtype)], axis=1)
+
+
+class _KernelProducts:
+    """K_b^T (K_b V), or K_b^T Y_b for V None, of one row block b, K_b = k(X_b, Z): a picklable
+    task for the dask cluster and the local loop alike."""
+
+    def __init__(self, kernel, Z, V, dtype, xp):
+        self.kernel, self.Z, self.V, self.dtype, self.xp = kernel, Z, V, dtype, xp
+
+    def __call__(self, block, Yb=None, lo=0):
+        check_finite_rows(block, lo, "X")
+        xp = self.xp
+        # on the host, pieces of HOST_PIECE_BYTES of kernel values stay in cache (a large K_b is
+        # written, exponentiated and read twice from memory); a GPU takes the block whole
+        step = block.shape[0] if xp is not np else max(
+            1, HOST_PIECE_BYTES // (self.Z.shape[0] * np.dtype(self.dtype).itemsize))
+        total = None
+        for a in range(0, block.shape[0], step):
+            K = self.kernel(asarray(block[a:a + step], xp, self.dtype), self.Z)
+            right = (K @ self.V if self.V is not None
+                     else xp.asarray(Yb[a:a + step], dtype=self.dtype))
+            total = K.T @ right if total is None else total + K.T @ right
+        return total

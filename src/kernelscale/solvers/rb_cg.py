@@ -73,6 +73,15 @@ def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=
     def apply(P):
         return normal(P) + ridge * P
 
+    return conjugate_gradients(apply, B, Minv, tol=tol, max_iter=max_iter, W0=W0, xp=xp)
+
+
+def conjugate_gradients(apply, B, Minv=1.0, *, tol: float, max_iter: int, W0=None, xp=np):
+    """Solve A W = B for a symmetric positive definite A given as ``apply(P)`` = A P, column by
+    column (C independent recurrences vectorised over the columns of B); ``Minv``: the
+    preconditioner's inverse as a factor (scalar or (D, 1) diagonal). A column stops once
+    ||r|| / ||b|| <= ``tol`` (its step sizes are set to 0). Returns (W, history, converged) as
+    ``ridge_cg``."""
     W = xp.zeros_like(B) if W0 is None else W0.copy()
     R = B - apply(W) if W0 is not None else B.copy()
     S = Minv * R  # preconditioned residual
@@ -108,4 +117,3 @@ def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=
         P = S + beta * P
         rr, rz = (R * R).sum(axis=0), rz_new
     return W, hist, converged
-
