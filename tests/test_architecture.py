@@ -171,13 +171,13 @@ def test_every_estimator_has_the_one_base_and_the_targets_mixins():
     ``LabelCoder`` chunk by chunk). LIBSVM's regressor fits one output and keeps scikit-learn's checks."""
     from sklearn.base import is_classifier, is_regressor
 
-    from kernelscale.estimators._params import KernelscaleEstimator
     from kernelscale.estimators._targets import (
         ClassifierTargets,
         LabelsFromScores,
         RegressorTargets,
         TargetsFromOutputs,
     )
+    from kernelscale.params import KernelscaleEstimator
 
     classes = _estimator_classes()
     assert len(classes) >= 18

@@ -1,6 +1,6 @@
 """A fit at an explicit bandwidth / reg that returns a constant model says so in one warning
-(``_base.warn_if_constant``, called at the end of every estimator's ``fit``); a learnable problem,
-and any fit at the "auto" settings, gives none."""
+(``validation.warn_if_constant``, called at the end of every estimator's ``fit``); a learnable
+problem, and any fit at the "auto" settings, gives none."""
 
 import warnings
 

@@ -13,7 +13,7 @@ from sklearn.svm import SVC
 
 import kernelscale
 from kernelscale.engine import Engine, engine_context, get_engine, set_engine
-from kernelscale.estimators._params import param_errors, reg_and_ridge
+from kernelscale.params import param_errors, reg_and_ridge
 from kernelscale.solvers._common import steps
 
 PUBLIC = [getattr(kernelscale, n) for n in kernelscale.__all__ if n[0].isupper() and n != "Engine"]
@@ -218,7 +218,7 @@ def test_a_parameter_the_others_leave_unused_is_refused(cls, kind, params, name,
     """svrg_inner with solver="sgd", tau without a preconditioner, epsilon for the SVM
     classifier, Jacobi CG for coordinate descent: each was silently ignored; now a one-line
     ValueError naming it and its default."""
-    from kernelscale.estimators._params import unused_errors
+    from kernelscale.params import unused_errors
 
     X, y = _data(kind)
     with pytest.raises(ValueError) as e:

@@ -4,7 +4,7 @@ For every exported estimator, every parameter and every setting of the switches 
 which parameters a fit uses (solver, loss, schedule, preconditioner, ...), a
 non-default valid value either changes the fitted model (its outputs on the training rows) or
 is refused by ``fit`` with one line naming the parameter and the setting that ignores it
-(``_params.unused_errors``). The few parameters that by design do not change a model on a tiny
+(``params.unused_errors``). The few parameters that by design do not change a model on a tiny
 problem are listed in ``NO_CHANGE`` with the reason.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kernelscale
-from kernelscale.estimators._params import _defaults, param_errors, same_value, unused_errors
+from kernelscale.params import _defaults, param_errors, same_value, unused_errors
 
 PUBLIC = [getattr(kernelscale, n) for n in kernelscale.__all__ if n[0].isupper() and n != "Engine"]
 

@@ -1,4 +1,4 @@
-"""A pickled estimator records kernelscale's version (``estimators._params.KernelscaleEstimator``):
+"""A pickled estimator records kernelscale's version (``kernelscale.params.KernelscaleEstimator``):
 it loads, and predicts the same, in that version only; a pickle of another version, or of one
 from before the record, fails in one line naming both versions."""
 

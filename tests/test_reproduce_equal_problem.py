@@ -15,9 +15,9 @@ import pytest
 import yaml
 from sklearn.linear_model import Ridge
 
-from kernelscale.estimators._params import reg_and_ridge
 from kernelscale.estimators.random_binning import RBRegressor
 from kernelscale.kernels import FourierBlocks, make_kernel
+from kernelscale.params import reg_and_ridge
 from kernelscale.pipeline import reproduce, reproduce_runs
 from kernelscale.pipeline.reproduce import Problem
 

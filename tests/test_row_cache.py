@@ -85,7 +85,7 @@ def test_step_cost_stops_growing_after_the_first_epoch(monkeypatch):
 
     monkeypatch.setattr(FourierBlocks, "features", counted)
     # the fit's own work only: not the constant-model check that follows each fit
-    monkeypatch.setattr("kernelscale.estimators._params.warn_if_constant", lambda *a: None)
+    monkeypatch.setattr("kernelscale.params.warn_if_constant", lambda *a: None)
     per_epoch = {}
     for use in (True, False):
         monkeypatch.setattr(DSGSolver, "use_row_cache", use)

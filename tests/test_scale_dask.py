@@ -110,7 +110,7 @@ def test_dask_training_stays_within_budget(tmp_path):
     # Allowed over the interpreter's baseline:
     # * labels: y as the caller holds it (int64, 8 bytes a row, loaded after the baseline) and
     #   the class index the fit keeps (1 byte a row). Labels are validated and encoded chunk by
-    #   chunk (estimators._base.LabelCoder), so no other full-length copy ever exists;
+    #   chunk (kernelscale.validation.LabelCoder), so no other full-length copy ever exists;
     # * the larger of two phases that never overlap: the automatic bandwidth / reg selection
     #   (kernels.selection.transient_bytes: its 1,000-row exact-kernel proxy, 46 MiB at 256
     #   features, whatever n, freed before training) and the stream (the budget: two windows of X,

@@ -1,6 +1,6 @@
 """The automatic (sigma, alpha) selection (kernels.selection) picks the same grid point on fixed
 data sets, whatever form the classes are given in; labels are encoded chunk by chunk into the
-smallest integer dtype (estimators._base.LabelCoder), giving the same models as before."""
+smallest integer dtype (kernelscale.validation.LabelCoder), giving the same models as before."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
 
-from kernelscale.estimators._base import LABEL_CHUNK, LabelCoder, find_classes
 from kernelscale.estimators.dsg import DSGClassifier
 from kernelscale.kernels.selection import ALPHAS, SIGMA_FACTORS, select
+from kernelscale.validation import LABEL_CHUNK, LabelCoder, find_classes
 
 # (sigma, alpha) chosen by the code before the selection's memory was reduced (commit eb86e9c):
 # the memory work reorders and frees arrays only, so these must not move.

@@ -36,7 +36,7 @@ from kernelscale.kernels import make_kernel
 from kernelscale.stream import BatchStream
 
 # a kernel sees little of a target spread over 500 sparse features in 2,000 rows: some models
-# here are constant (the warning of ``_base.warn_if_constant``); the tests compare the fits
+# here are constant (the warning of ``validation.warn_if_constant``); the tests compare the fits
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 N, D = 2000, 500

@@ -14,11 +14,11 @@ from sklearn.utils.validation import check_is_fitted
 from ..kernels import make_kernel, resolve_bandwidth
 from ..kernels.selection import select
 from ..losses import make_loss
+from ..params import KernelscaleEstimator, reg_and_ridge
 from ..rng import seed_from
 from ..solvers._common import predict_rows, steps
 from ..training import Rows, train
-from ._base import OnDevice, check_X, device_and_dtype
-from ._params import KernelscaleEstimator, reg_and_ridge
+from ..validation import OnDevice, check_X, device_and_dtype
 
 __all__ = ["KernelEstimatorBase", "IterativeMixin",
            "auto_kernel", "check_loss", "ridge_alpha", "exact_max_n", "n_features_rule",
@@ -102,7 +102,7 @@ def check_loss(loss, allowed, who):
 
 def ridge_alpha(est, n: int) -> float:
     """The ridge of a summed-loss solve, scikit-learn's KernelRidge alpha = n nu; sets ``reg_``
-    = nu (``_params.reg_and_ridge``)."""
+    = nu (``kernelscale.params.reg_and_ridge``)."""
     est.reg_, alpha = reg_and_ridge(est.reg, n, getattr(est, "alpha_sel_", None))
     return alpha
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import LabelCoder, check_X_y
+from ..validation import LabelCoder, check_X_y
 from ._docs import fill_doc
 
 

@@ -21,16 +21,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import FourierBlocks
 from ..losses import make_loss, sigmoid, softmax
+from ..params import ITERS, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, store_params
 from ..rng import seed_from
 from ..solvers._common import steps
 from ..solvers.dsg import SCHEDULES, DSGModel, DSGSolver, auto_settings
 from ..spread import SpreadDSG, rows_for
 from ..stream import predict_rows
 from ..training import Rows
-from ._base import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype
+from ..validation import LabelCoder, OnDevice, check_X, check_X_y, device_and_dtype
 from ._docs import fill_doc
 from ._kernel_common import IterativeMixin, auto_kernel
-from ._params import ITERS, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, store_params
 from ._targets import LabelsFromScores, RegressorTargets
 
 _PREDICT_CHUNK = 8192

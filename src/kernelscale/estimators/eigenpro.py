@@ -17,13 +17,13 @@ import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ..kernels import FourierBlocks
+from ..params import BOOL, ITERS, Int, OneOf, Real, store_params
 from ..solvers._common import load_rows
 from ..solvers.eigenpro import KernelEigenPro, RFFEigenPro
 from ..spread import SpreadRFF, rows_for
 from ..training import Rows, as_targets
 from ._docs import fill_doc
 from ._kernel_common import IterativeMixin, KernelEstimatorBase, n_features_rule
-from ._params import BOOL, ITERS, Int, OneOf, Real, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
 AUTO_MIN_FEATURES = 2000  # n_components="auto": at least this many features

@@ -20,10 +20,11 @@ from sklearn.svm import SVC, SVR
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import DeviceError, resolve_device
+from ..params import REG_POSITIVE, Int, KernelscaleEstimator, Real, reg_and_ridge, store_params
 from ..rng import seed_from
 from ..solvers._common import load_rows
 from ..solvers.exact import ExactKRR
-from ._base import _one_line, _reject_sparse_y, _sparse_checks, check_X, load_csr_store
+from ..validation import _one_line, _reject_sparse_y, _sparse_checks, check_X, load_csr_store
 from ._docs import fill_doc
 from ._kernel_common import (
     KernelEstimatorBase,
@@ -31,7 +32,6 @@ from ._kernel_common import (
     exact_max_n,
     ridge_alpha,
 )
-from ._params import REG_POSITIVE, Int, KernelscaleEstimator, Real, reg_and_ridge, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
 # the parameters and attributes of the exact kernel ridge and LIBSVM estimators, each written

@@ -11,11 +11,11 @@ import warnings
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
+from ..params import ITERS, REG, Int, OneOf, Real, reg_and_ridge, store_params
 from ..solvers.norma import NORMA
 from ..training import Rows, as_targets
 from ._docs import fill_doc
 from ._kernel_common import REGRESSION_LOSSES, IterativeMixin, KernelEstimatorBase, check_loss
-from ._params import ITERS, REG, Int, OneOf, Real, reg_and_ridge, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
 # max_terms="auto": at most this many MB of centres (a step reads them all: this bounds its cost

@@ -11,13 +11,13 @@ from __future__ import annotations
 import scipy.sparse
 from sklearn.base import ClassifierMixin, RegressorMixin
 
+from ..params import REG, Int, OneOf, Real, store_params
 from ..solvers._common import take_rows
 from ..solvers.nystrom import METHODS, NystromRidge, auto_method
 from ..solvers.preconditioners import subsample_indices
 from ..spread import cluster_rows
 from ._docs import fill_doc
 from ._kernel_common import KernelEstimatorBase, n_features_rule, ridge_alpha
-from ._params import REG, Int, OneOf, Real, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
 NYSTROM_PASS_ROWS = 8192  # Nystrom's default engine pass_rows

@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin
 
+from ..params import ITERS, REG_POSITIVE, Int, reg_and_ridge, store_params
 from ..solvers._common import load_rows
 from ..solvers.pegasos import KernelPegasos
 from ..training import Rows
 from ._docs import fill_doc
 from ._kernel_common import IterativeMixin, KernelEstimatorBase
-from ._params import ITERS, REG_POSITIVE, Int, reg_and_ridge, store_params
 from ._targets import ClassifierTargets
 
 # the parameters and attributes of the Pegasos estimator (``_docs.fill_doc``)

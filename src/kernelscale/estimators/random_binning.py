@@ -36,15 +36,15 @@ from .. import engine as _engine
 from ..backend import DeviceError, resolve_device
 from ..kernels.random_binning import DEFAULT_CHUNK_ROWS, RB_KERNELS, RandomBinning, check_rb_kernel
 from ..losses import sigmoid
+from ..params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, store_params
 from ..rng import seed_from
 from ..solvers._rowwise_csr import RowwiseCSR
 from ..solvers.rb_cd import CD_LOSSES, l1_cd
 from ..solvers.rb_cg import ridge_cg
 from ..spread import SpreadRB, cluster_rows, rows_for
-from ._base import check_X
+from ..validation import check_X
 from ._docs import fill_doc
 from ._kernel_common import auto_kernel
-from ._params import BOOL, REG, Int, KernelscaleEstimator, OneOf, Real, reg_and_ridge, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
 SOLVERS = ("cg", "cd")

@@ -11,10 +11,11 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import FourierBlocks
+from ..params import ITERS, REG, Int, OneOf, Real, reg_and_ridge, store_params
 from ..solvers.rff_sgd import RFFSGD, auto_batch_size
 from ..spread import SpreadRFF, rows_for
 from ..training import Rows, as_targets
-from ._base import check_X
+from ..validation import check_X
 from ._docs import fill_doc
 from ._kernel_common import (
     CLASSIFICATION_LOSSES,
@@ -24,7 +25,6 @@ from ._kernel_common import (
     check_loss,
     n_features_rule,
 )
-from ._params import ITERS, REG, Int, OneOf, Real, reg_and_ridge, store_params
 from ._targets import ClassifierTargets, RegressorTargets
 
 # the parameters and attributes of both RFF estimators, written once (``_docs.fill_doc``)

@@ -1,7 +1,7 @@
 """Checks of an algorithm entry (``config.yaml`` ``algorithms.NAME`` / ``kernelscale train --spec``)
 before anything runs: one line per problem, naming the key, the value and what is expected.
 
-Parameter values are checked by the estimators' own rules (``estimators._params``: the
+Parameter values are checked by the estimators' own rules (``kernelscale.params``: the
 ``_rules`` that ``fit`` applies, parameters that the other settings leave unused, unknown
 names), here before the data are opened. A parameter that the algorithm's name fixes
 (``registry.PRESETS``: ``rff_sgd`` with ``solver: svrg``) is refused. :func:`size_errors`
@@ -198,7 +198,7 @@ def _as_int(value):
 def _fixed_by_name(est: str, name: str, value):
     """The problem when ``value`` contradicts the value of ``name`` that algorithm ``est``'s
     name fixes (``registry.PRESETS``, save ``registry.ADJUSTABLE``), else None."""
-    from ..estimators._params import same_value
+    from ..params import same_value
     from . import registry
 
     preset = registry.PRESETS.get(est, {})
@@ -217,11 +217,11 @@ def _fixed_by_name(est: str, name: str, value):
 
 def param_errors_of(where: str, est: str, params: dict, kinds=None) -> list[str]:
     """One line per parameter of algorithm ``est`` outside its estimator's rules (the rules
-    ``fit`` applies; ``estimators._params``), set although the other settings (the algorithm's
+    ``fit`` applies; ``kernelscale.params``), set although the other settings (the algorithm's
     preset included) leave it unused, or contradicting what the algorithm's name fixes.
     ``kinds``: the tasks the entry runs on, when known (see ``spec_errors``)."""
     from ..engine import as_options
-    from ..estimators._params import param_errors, unused_errors
+    from ..params import param_errors, unused_errors
     from . import registry
 
     run = [k for k in registry.ALGORITHMS[est] if kinds is None or k in kinds]

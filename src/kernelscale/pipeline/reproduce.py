@@ -143,7 +143,7 @@ class Problem(NamedTuple):
     regulariser in the library's objective (nu/2)||f||^2 + (1/N) sum loss (every estimator's
     ``reg_``; for coordinate descent ``l1_reg_``, of ||w||_1, Wu et al. 2016, eq. 23; 0 = none,
     EigenPro's square loss iterated towards the interpolant); the ridge lambda of (Z^T Z + lambda I), scikit-learn's
-    KernelRidge alpha, is N nu (``kernelscale.estimators._params.reg_and_ridge``). ``budget``:
+    KernelRidge alpha, is N nu (``kernelscale.params.reg_and_ridge``). ``budget``:
     what the comparison holds equal (R, epochs, fit time)."""
 
     kernel: str

@@ -18,12 +18,12 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..estimators._params import reg_and_ridge
 from ..estimators.eigenpro import EigenProClassifier
 from ..estimators.exact import ExactKRRRegressor
 from ..estimators.random_binning import RBClassifier, RBRegressor
 from ..kernels import FourierBlocks, make_kernel, resolve_bandwidth
 from ..kernels.random_binning import RandomBinning
+from ..params import reg_and_ridge
 from ..solvers.rb_cd import l1_cd
 
 

@@ -35,7 +35,7 @@ def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=
     ----------
     Z : (N, D) CSR matrix (scipy or cupyx) of the features.
     B : (D, C) right-hand sides (usually Z^T Y) in namespace ``xp``.
-    ridge : n nu > 0 (the summed-loss ridge, ``estimators._params.reg_and_ridge``).
+    ridge : n nu > 0 (the summed-loss ridge, ``kernelscale.params.reg_and_ridge``).
     tol : stop a column when ||r||/||b|| <= tol (the paper uses 1e-3).
     max_iter : CG iterations at most.
     W0 : optional (D, C) starting point.

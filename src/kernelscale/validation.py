@@ -1,4 +1,9 @@
-"""Shared input handling for kernelscale's scikit-learn estimators.
+"""Input validation for kernelscale's scikit-learn estimators: X, y, targets and labels.
+
+A low-level module, as scikit-learn's ``sklearn.utils.validation``: ``check_X`` / ``check_X_y``,
+the sparse-input checks, ``LabelCoder`` / ``find_classes``, ``OnDevice`` / ``device_and_dtype``
+and the constant-model check ``warn_if_constant``. Imported by ``kernelscale.estimators`` (and
+``kernelscale.params``); imports neither the estimators nor the pipeline.
 
 In-memory inputs (numpy, lists, pandas) go through scikit-learn's ``validate_data`` so error
 messages and ``n_features_in_`` follow the library's conventions. Out-of-core inputs (zarr, dask,
@@ -20,8 +25,8 @@ import scipy.sparse
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import validate_data
 
-from ..backend import DeviceError, check_dtype, namespace, predict_device, resolve_device
-from ..stream import check_finite_rows, chunk_rows_of, is_csr_store, is_in_memory, iter_row_chunks
+from .backend import DeviceError, check_dtype, namespace, predict_device, resolve_device
+from .stream import check_finite_rows, chunk_rows_of, is_csr_store, is_in_memory, iter_row_chunks
 
 
 def is_cupy(X) -> bool:
@@ -49,7 +54,7 @@ def load_csr_store(X):
     any other X unchanged."""
     if not is_csr_store(X):
         return X
-    from ..solvers._common import load_rows
+    from .solvers._common import load_rows
 
     return load_rows(X, np, None)
 
@@ -69,7 +74,7 @@ def _sparse_device(est, fitting: bool, store: bool = False) -> None:
     A fresh fit marks the estimator so that ``_resolve_engine`` takes "auto" as the CPU."""
     fresh = fitting and getattr(est, "_fresh", lambda: True)()
     if fresh:
-        from .. import engine as _engine
+        from . import engine as _engine
 
         on_gpu = _engine.resolve(getattr(est, "engine", None)).device == "gpu"
         where = "engine device 'gpu'"
@@ -327,10 +332,10 @@ def warn_if_constant(est, X, y) -> None:
 
     from sklearn.exceptions import ConvergenceWarning
 
-    from ..backend import to_numpy
-    from ..kernels import make_kernel
-    from ..kernels.bandwidth import median_bandwidth
-    from ..stream import take_rows
+    from .backend import to_numpy
+    from .kernels import make_kernel
+    from .kernels.bandwidth import median_bandwidth
+    from .stream import take_rows
 
     rng = np.random.default_rng(0)
     idx = np.sort(rng.choice(n, size=min(n, CONSTANT_PROBE_ROWS), replace=False))

@@ -1,4 +1,9 @@
-"""One way for every estimator to declare and check its parameters.
+"""Parameter validation: the one way for every estimator to declare and check its parameters.
+
+A low-level module, as scikit-learn's ``sklearn.utils._param_validation``: the rules
+(:class:`Rule`, ``Int``, ``Real``, ``OneOf``, ``REG``, ...), the base class of every estimator
+(:class:`KernelscaleEstimator`) and the checks the pipeline's config check shares with ``fit``.
+Imported by ``kernelscale.estimators`` and ``kernelscale.pipeline``; imports neither.
 
 * Each estimator class states its parameters' ranges once, in ``_rules`` (name -> :class:`Rule`);
   ``fit`` starts with ``self._validate_params()``, which raises a one-line ``ValueError``
@@ -25,10 +30,10 @@ import re
 
 from sklearn.base import BaseEstimator
 
-from .. import __version__
-from .. import engine as _engine
-from ..kernels.shift_invariant import KERNELS
-from ._base import warn_if_constant
+from . import __version__
+from . import engine as _engine
+from .kernels.shift_invariant import KERNELS
+from .validation import warn_if_constant
 
 
 class Rule:
@@ -211,7 +216,7 @@ def store_params(est, values: dict) -> None:
 
 class KernelscaleEstimator(BaseEstimator):
     """Base of every kernelscale estimator: declared rules, the engine; every ``fit`` ends with
-    ``_base.warn_if_constant``; a pickle records kernelscale's version and loads only in it."""
+    ``validation.warn_if_constant``; a pickle records kernelscale's version and loads only in it."""
 
     _rules: dict[str, Rule] = {}
     # parameters that only some settings of the others use (see ``unused_errors``)
@@ -264,7 +269,7 @@ class KernelscaleEstimator(BaseEstimator):
     def _resolve_engine(self) -> _engine.Engine:
         """``engine_``: this estimator's ``engine`` over the context's (``kernelscale.engine``),
         with dtype "auto" replaced by the estimator's ``_auto_dtype`` and, for a fit of
-        scipy.sparse X (``_base.check_X``), device "auto" by "cpu"."""
+        scipy.sparse X (``validation.check_X``), device "auto" by "cpu"."""
         engine = _engine.resolve(getattr(self, "engine", None))
         if engine.dtype == "auto":
             engine = dataclasses.replace(engine, dtype=self._auto_dtype)
