@@ -31,6 +31,7 @@ Usage (in ``.venv-peers``, ``make peers-env``)::
 
     python benchmarks/peers.py --data fashion-mnist kin40k protein
     python benchmarks/peers.py --data kin40k --methods ks_nystrom falkon --threads 2 --tag t2
+    python benchmarks/peers.py --data bayes-100000 --methods ks_nystrom ks_dsg falkon
 """
 
 from __future__ import annotations
@@ -88,9 +89,22 @@ def toy(name: str, rows: int):
     return task, (X[:cut], y[:cut], X[cut:], y[cut:])
 
 
+def bayes(name: str):
+    """``bayes-<n>``: n rows of config/million.yaml's generator ``bayes`` (d 20, Bayes error
+    8.81 %), the first 90 % for training and the rest for testing (rows are i.i.d.)."""
+    from kernelscale.pipeline.data.bayes import bayes_params, bayes_rows
+
+    n = int(name.removeprefix("bayes-"))
+    X, y = bayes_rows(bayes_params(n, 20, 0.3, 0), 0, n)
+    cut = int(0.9 * n)
+    return "binary", (X[:cut], y[:cut].astype(np.int64), X[cut:], y[cut:].astype(np.int64))
+
+
 def load(name: str, args):
     if name.startswith("toy-"):
         return toy(name, args.toy_rows)
+    if name.startswith("bayes-"):
+        return bayes(name)
     ds = ALIASES.get(name, name)
     specs = realdata.load_devdata_specs(Path(args.devdata))
     if ds not in specs:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "peers.py"
@@ -45,6 +46,14 @@ def test_classification_rows_and_ks_curve(tmp_path):
     dsg = rows[("ks_dsg", "default")]
     t, err = zip(*dsg["curve"], strict=True)
     assert list(t) == sorted(t) and err[-1] == pytest.approx(dsg["score"], abs=1e-4)  # same model
+
+
+def test_bayes_rows_are_the_generators_split_nine_to_one():
+    task, (X, y, Xt, yt) = peers.load("bayes-2000", None)
+    assert task == "binary" and X.shape == (1800, 20) and Xt.shape == (200, 20)
+    assert set(np.unique(np.concatenate([y, yt]))) <= {0, 1}
+    again = peers.load("bayes-2000", None)[1]
+    assert np.array_equal(again[0], X) and np.array_equal(again[3], yt)  # a pure function of n
 
 
 @pytest.mark.parametrize("method,module", [("falkon", "falkon"), ("eigenpro2", "eigenpro2"),
