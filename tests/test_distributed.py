@@ -180,6 +180,25 @@ def test_nystrom_cg_on_cluster_equals_local(client, data):
     assert np.array_equal(local.predict(X), remote.predict(X))
 
 
+def test_evaluation_of_a_csr_store_under_a_client_runs_here(client, tmp_path):
+    # dask arrays cannot hold CSR blocks of a store: its predictions are made in this process,
+    # as its fit is (spread.rows_for), with the same metrics as without a client
+    import scipy.sparse
+
+    from kernelscale.io import write_csr
+    from kernelscale.pipeline.evaluate import evaluate
+
+    X = scipy.sparse.random(1500, 40, density=0.1, random_state=0, format="csr")
+    y = (X.sum(axis=1).A1 > np.median(X.sum(axis=1).A1)).astype(int)
+    store = write_csr(zarr.open_group(str(tmp_path / "x.zarr"), mode="w"), "X", [X], 40,
+                      chunk_rows=400)
+    model = NystromRidgeClassifier(n_components=100, random_state=0).fit(X[:1000], y[:1000])
+    here = evaluate(model, store, y, "binary", chunk_rows=300)
+    with use_client(client):
+        assert evaluate(model, store, y, "binary", chunk_rows=300) == here
+    assert here["test_error"] < 0.25
+
+
 def test_nystrom_and_rb_name_the_first_bad_row_on_cluster(client, data, bad_zarr):
     _, y, _ = data
     for est in (NystromRidgeRegressor(n_components=50, engine={"pass_rows": 1000}, bandwidth=2.0,

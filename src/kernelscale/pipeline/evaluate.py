@@ -4,7 +4,7 @@ Classification: accuracy and error (1 - accuracy). Regression: RMSE and R². The
 accumulated chunk by chunk (counts, sums of squares), so memory depends on ``chunk_rows`` only.
 Under ``spread.use_client`` the predictions are computed on the dask cluster
 (``predict_chunked``, the same chunks) and the metrics accumulated here over the same chunks, so
-the numbers do not change.
+the numbers do not change; a CSR store on disk is predicted in this process.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..backend import is_sparse
 from ..spread.cluster import as_dask, current_client, predict_chunked
-from ..stream import read_rows, unwrap_dask
+from ..stream import is_csr_store, read_rows, unwrap_dask
 
 CLASSIFICATION_TASKS = ("binary", "multiclass", "classification")
 
@@ -64,7 +64,8 @@ def evaluate(estimator, X, y, task: str, chunk_rows: int | None = None,
     if chunk_rows is not None and int(chunk_rows) < 1:
         raise ValueError(f"evaluation chunk rows must be >= 1, got {chunk_rows}")
     step = chunk_rows or default_chunk_rows(X)
-    client = current_client()
+    # a CSR store is predicted in this process, as it is fitted (``spread.rows_for``)
+    client = None if is_csr_store(X) else current_client()
     if client is None:
         X, y = unwrap_dask(X), unwrap_dask(y)
     if client is not None:  # all n predictions come back (n numbers, not the test matrix)
