@@ -2,7 +2,7 @@
 # One call on a lent GPU machine (issue 11). The machine has no package registry: the wheels it
 # lacks travel in .whl (benchmarks/gpu_wheels.sh). Then the named steps run, each under its own
 # time limit; logs and results go under $OUT.
-#   bash benchmarks/gpu_session.sh tests blocks dsg-profile scale-small race scale deformed huge rff-batch
+#   bash benchmarks/gpu_session.sh tests blocks dsg-profile scale-small race scale deformed huge rff-batch nystrom
 # (rff-batch reads the data that huge writes to /tmp/huge.)
 # (tests-bg: make test-gpu in the background, beside the steps after it.)
 # Steps longer than one call (10 min): start it detached (setsid, OUT=/tmp/gpu-out) and collect
@@ -57,6 +57,9 @@ for s in "$@"; do
             --n ${HUGE_N:-100000000} --n-test 100000 --estimators ${HUGE_ESTIMATOR:-dsg} \
             --budget-mb ${HUGE_BUDGET:-16384} --scale-cap ${HUGE_CAP:-480} \
             --segment-epochs ${HUGE_SEGMENT:-0.1} --out "$R" --tag "$TAG" ;;
+    nystrom) step nystrom ${NYSTROM_LIMIT:-400} python3 benchmarks/gpu.py --sections scale \
+               --n ${NYSTROM_N:-1000000} --n-test 100000 --estimators nystrom --scale-cap 300 \
+               --out "$R" --tag "$TAG-nystrom" ;;  # FALKON-preconditioned CG on 10^6 x 20
     rff-batch) step rff-batch 120 python3 benchmarks/gpu.py --sections rff-batch --workdir /tmp/huge \
                  --rff-rows 2000000 --rff-cap 12 --out "$R" --tag "$TAG" ;;
     race) step race ${RACE_LIMIT:-420} python3 benchmarks/realdata.py --device gpu \
