@@ -81,41 +81,25 @@ class NystromRidge(DeviceState):
         r = self.rank = int(keep.sum())
         T = U[:, keep] / xp.sqrt(s[keep])[None, :]
         del s, U
-        if rows is not None and xp is np:
-            AB = rows.sum(_NormalBlock(self.kernel, self.Z, T, dtype), X, Y,
-                          chunk_rows=chunk_rows)
-            A, B = AB[:, :r], AB[:, r:]
-        else:
-            A = xp.zeros((r, r), dtype=dtype)
-            B = xp.zeros((r, Y.shape[1]), dtype=dtype)
-            for lo, block in iter_row_chunks(X, chunk_rows):
-                check_finite_rows(block, lo, "X")  # on-disk rows are first seen here
-                Phi = self.kernel(asarray(block, xp, dtype), self.Z) @ T
-                A += Phi.T @ Phi
-                B += Phi.T @ xp.asarray(Y[lo:lo + block.shape[0]], dtype=dtype)
-        A_h = to_numpy(A).astype(np.float64)
+        AB = _chunk_sum(_NormalBlock(self.kernel, self.Z, T, dtype, xp), X, Y, chunk_rows,
+                        rows if xp is np else None)
+        A_h = np.ascontiguousarray(AB[:, :r])
         A_h[np.diag_indices(r)] += ridge
-        w = scipy.linalg.solve(A_h, to_numpy(B).astype(np.float64), assume_a="pos")
+        w = scipy.linalg.solve(A_h, AB[:, r:], assume_a="pos")
         # f = sum_j c_j k(z_j, .) with c = T w: prediction is one kernel product with Z
         self.coef = T @ xp.asarray(w, dtype=dtype)
         return self
 
     def _fit_cg(self, X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter):
         xp, Z = self.xp, self.Z
-        spread = rows is not None and xp is np
         n, m = int(X.shape[0]), int(Z.shape[0])
         self.rank = m
+        rows = rows if xp is np else None
 
         def gram(V):
             """K_nZ^T (K_nZ V), or K_nZ^T Y for V None, summed over row chunks (host float64)."""
-            task = _KernelProducts(self.kernel, Z, V, dtype, np if spread else xp)
-            if spread:
-                return rows.sum(task, X, Y if V is None else None, chunk_rows=chunk_rows)
-            total = None
-            for lo, block in iter_row_chunks(X, chunk_rows):
-                part = task(block, None if V is not None else Y[lo:lo + block.shape[0]], lo=lo)
-                total = part if total is None else total + part
-            return to_numpy(total).astype(np.float64)
+            return _chunk_sum(_KernelProducts(self.kernel, Z, V, dtype, xp), X,
+                              Y if V is None else None, chunk_rows, rows)
 
         # the preconditioner on the host in float64, whatever the device and dtype
         Kzz = np.asarray(to_numpy(self.kernel(Z)), dtype=np.float64)
@@ -126,22 +110,20 @@ class NystromRidge(DeviceState):
         A[np.diag_indices(m)] += ridge
         A = scipy.linalg.cholesky(A, lower=False, overwrite_a=True)  # A^T A = n/m T T^T + ridge
 
-        def B(u):  # T^-1 A^-1 u
-            return scipy.linalg.solve_triangular(T, scipy.linalg.solve_triangular(A, u))
+        solve = scipy.linalg.solve_triangular
 
         def Bt(v):  # A^-T T^-T v
-            return scipy.linalg.solve_triangular(A, scipy.linalg.solve_triangular(T, v, trans="T"),
-                                                 trans="T")
+            return solve(A, solve(T, v, trans="T"), trans="T")
 
-        def apply(u):  # B^T (K_nZ^T K_nZ + ridge K_ZZ) B u, with T^T T for K_ZZ
-            c = B(u)
-            return Bt(gram(xp.asarray(c, dtype=dtype))) + ridge * (
-                scipy.linalg.solve_triangular(A, scipy.linalg.solve_triangular(A, u), trans="T"))
+        def apply(u):  # B^T (K_nZ^T K_nZ + ridge K_ZZ) B u, B = T^-1 A^-1, T^T T for K_ZZ
+            Ainv_u = solve(A, u)
+            K_part = Bt(gram(xp.asarray(solve(T, Ainv_u), dtype=dtype)))
+            return K_part + ridge * solve(A, Ainv_u, trans="T")
 
         beta, self.history, _ = conjugate_gradients(apply, Bt(gram(None)), tol=tol,
                                                     max_iter=max_iter)
         self.n_iter = len(self.history["iter"]) - 1
-        self.coef = xp.asarray(B(beta), dtype=dtype)
+        self.coef = xp.asarray(solve(T, solve(A, beta)), dtype=dtype)
         return self
 
     def decision(self, A):
@@ -149,18 +131,31 @@ class NystromRidge(DeviceState):
         return kernel_apply(self.kernel, A, self.Z, self.coef, self.xp)
 
 
+def _chunk_sum(task, X, Y, chunk_rows: int, rows=None) -> np.ndarray:
+    """The sum over row chunks b of X of ``task(X_b, Y_b, lo=first row)`` as host float64:
+    ``rows.sum`` (a dask cluster, float64 in row order) or this process's loop (in the task's
+    dtype, the same order)."""
+    if rows is not None:
+        return rows.sum(task, X, Y, chunk_rows=chunk_rows)
+    total = None
+    for lo, block in iter_row_chunks(X, chunk_rows):
+        part = task(block, None if Y is None else Y[lo:lo + block.shape[0]], lo=lo)
+        total = part if total is None else total + part
+    return to_numpy(total).astype(np.float64)
+
+
 class _NormalBlock:
-    """[Phi_b^T Phi_b | Phi_b^T Y_b] of one row block, as a picklable task for the dask cluster
-    (the same products as the local loop, so the row-ordered sum is the same)."""
+    """[Phi_b^T Phi_b | Phi_b^T Y_b] of one row block, Phi_b = k(X_b, Z) T: a picklable task for
+    the dask cluster and the local loop alike."""
 
-    def __init__(self, kernel, Z, T, dtype):
-        self.kernel, self.Z, self.T, self.dtype = kernel, Z, T, dtype
+    def __init__(self, kernel, Z, T, dtype, xp):
+        self.kernel, self.Z, self.T, self.dtype, self.xp = kernel, Z, T, dtype, xp
 
-    def __call__(self, block, Yb, lo):
-        block = np.asarray(block)
-        check_finite_rows(block, lo, "X")
-        Phi = self.kernel(np.asarray(block, dtype=self.dtype), self.Z) @ self.T
-        return np.concatenate([Phi.T @ Phi, Phi.T @ np.asarray(Yb, dtype=self.dtype)], axis=1)
+    def __call__(self, block, Yb, lo=0):
+        check_finite_rows(block, lo, "X")  # on-disk rows are first seen here
+        xp = self.xp
+        Phi = self.kernel(asarray(block, xp, self.dtype), self.Z) @ self.T
+        return xp.concatenate([Phi.T @ Phi, Phi.T @ xp.asarray(Yb, dtype=self.dtype)], axis=1)
 
 
 class _KernelProducts:
