@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from sklearn.preprocessing import normalize
 
 from ... import __version__
 from ...spread.cluster import client_from_setting, current_client, n_threads, use_client
@@ -91,7 +92,7 @@ class Transform:
             if self.scale is not None:
                 Z = Z @ scipy.sparse.diags(1.0 / self.scale)
             if self.normalize is not None:
-                Z = unit_rows(Z)
+                Z = normalize(Z, norm="l2", copy=False)
             return Z.astype(np.float32).tocsr()
         if self.shift is None and self.axes is None and self.normalize is None:
             return X
@@ -101,26 +102,8 @@ class Transform:
         if self.axes is not None:
             Z = (Z - self.centre) @ self.axes
         if self.normalize is not None:
-            Z = unit_rows(Z)
+            Z = normalize(Z, norm="l2", copy=False)
         return Z.astype(np.float32)
-
-
-def unit_rows(Z):
-    """``Z`` (float64, dense (n, d) or scipy.sparse CSR) with each row divided by its L2 norm,
-    as ``sklearn.preprocessing.normalize(Z, norm="l2")``; all-zero rows stay zero. A CSR ``Z``
-    keeps its sparsity structure (a new matrix; ``Z`` is left as it is)."""
-    if hasattr(Z, "tocsr"):
-        import scipy.sparse
-
-        Z = Z.tocsr()
-        row = np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr))
-        norms = np.sqrt(np.bincount(row, weights=Z.data * Z.data, minlength=Z.shape[0]))
-        inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        return scipy.sparse.csr_matrix((Z.data * inverse[row], Z.indices, Z.indptr),
-                                       shape=Z.shape)
-    norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
-    inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-    return Z * inverse[:, None]
 
 
 def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
