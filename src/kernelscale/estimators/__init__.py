@@ -1,8 +1,5 @@
-"""scikit-learn estimators over kernelscale's solvers.
-
-``__all__`` names every public estimator class (the same list as the top-level ``kernelscale``
-package); each is imported from its module on first access, so importing this package is cheap.
-"""
+"""scikit-learn estimators over kernelscale's solvers: ``__all__`` (the top-level package's
+list), each imported from its module on first access."""
 
 import importlib
 

@@ -1,7 +1,5 @@
-"""Pieces shared by the EigenPro and baseline estimators: kernel/bandwidth/device set-up
-(the targets mixins are in ``_targets``), chunked prediction through a solver's ``decision``, the
-losses they accept, the ridge of a summed-loss solve and the iterative estimators'
-training loop."""
+"""What the kernel estimators share (besides the targets mixins of ``_targets``): kernel,
+bandwidth, reg and engine set-up, chunked prediction, the losses and the iterative fit."""
 
 from __future__ import annotations
 
@@ -19,17 +17,13 @@ from ..rng import seed_from
 from ..solvers._common import predict_rows, steps
 from ..training import Rows, train
 from ..validation import OnDevice, check_X, device_and_dtype
-
-__all__ = ["KernelEstimatorBase", "IterativeMixin",
-           "auto_kernel", "check_loss", "ridge_alpha", "exact_max_n", "n_features_rule",
-           "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES"]
+from ._docs import fill_doc
 
 
 def n_features_rule(n: int, value, floor: int = 1000) -> int:
-    """Random features / Nyström centres: ``value``, or for "auto" ceil(sqrt(n) ln n), the count
-    with which random-feature and Nyström ridge regression keep the exact kernel's learning rate
-    (Rudi & Rosasco, NIPS 2017; Rudi, Camoriano & Rosasco, NIPS 2015), at least ``floor``,
-    at most n for Nyström-style centres (``floor`` <= n is not enforced for features)."""
+    """Random features / Nyström centres: ``value``, or for "auto" max(``floor``,
+    ceil(sqrt(n) ln n)), the count with which random-feature and Nyström ridge keep the exact
+    kernel's learning rate (Rudi & Rosasco, NIPS 2017; Rudi, Camoriano & Rosasco, NIPS 2015)."""
     if value != "auto":
         return int(value)
     return max(int(floor), int(math.ceil(math.sqrt(n) * math.log(max(n, 2)))))
@@ -42,76 +36,93 @@ def exact_max_n(itemsize: int = 8) -> int:
     return int(math.sqrt(0.6 * psutil.virtual_memory().available / itemsize))
 
 
-def auto_kernel(est, X, Y, want_alpha: bool, kernel_name: str | None = None):
-    """(kernel, alpha or None) for estimator ``est`` (its ``kernel``, ``bandwidth``,
-    ``seed_``): bandwidth "auto" and/or a wanted alpha by ``kernels.selection.select`` on
-    targets ``Y`` (regression values, class indices or encoded classes); otherwise the bandwidth as given."""
-    name = kernel_name or est.kernel
-    metric = make_kernel(name, 1.0).metric  # unknown kernel -> one-line error first
+def auto_kernel(est, X, Y, want_alpha: bool):
+    """(kernel, alpha or None) for ``est`` (its ``kernel``, ``bandwidth``, ``seed_``): bandwidth
+    "auto" and/or a wanted alpha by ``kernels.selection.select`` on targets ``Y``."""
+    metric = make_kernel(est.kernel, 1.0).metric  # unknown kernel -> one-line error first
     if isinstance(est.bandwidth, str) and X.shape[0] < 2:
         raise ValueError(f"bandwidth={est.bandwidth!r} needs at least 2 samples, got "
                          f"{X.shape[0]} sample")
     if est.bandwidth == "auto" or want_alpha:
-        if Y is None:
-            raise ValueError("bandwidth='auto' needs the training targets")
-        sigma, alpha = select(X, Y, name, is_classifier(est), seed=est.seed_,
+        sigma, alpha = select(X, Y, est.kernel, is_classifier(est), seed=est.seed_,
                               bandwidth=est.bandwidth, alpha=None if want_alpha else 1.0)
     else:
         sigma, alpha = resolve_bandwidth(est.bandwidth, X, metric, seed=est.seed_), None
-    return make_kernel(name, sigma), (alpha if want_alpha else None)
+    return make_kernel(est.kernel, sigma), (alpha if want_alpha else None)
 
 
 class KernelEstimatorBase(OnDevice, KernelscaleEstimator):
-    """Kernel, bandwidth, seed and engine resolution; prediction through ``self.solver_``."""
+    """Parameter, engine, seed, kernel and reg resolution; prediction through the fitted model
+    (``_fitted_state``) in chunks of ``_predict_chunk`` rows."""
 
-    def _setup_common(self, X, Y=None, reg="fixed"):
-        """Resolve the engine (device, dtype), seed, bandwidth and kernel; with ``reg="auto"``
-        also ``alpha_sel_`` = n nu (``kernels.selection``: held-out selection on a slice for
-        ``bandwidth="auto"`` / ``reg="auto"``, the median trick for "median")."""
+    _predict_chunk = 4096
+
+    def _setup_common(self, X, Y):
+        """Validate the parameters, resolve the engine (``device_``, ``dtype_``) and
+        ``_select``; returns (xp, dtype)."""
+        self._validate_params()
         engine = self._resolve_engine()
         self.device_, xp, dtype = device_and_dtype(engine.device, engine.dtype)
         self.dtype_ = np.dtype(dtype).name
+        self._select(X, Y)
+        return xp, dtype
+
+    def _select(self, X, Y):
+        """``seed_``, ``kernel_``, ``bandwidth_`` and, with a ``reg`` parameter, ``reg_`` = nu and
+        ``_alpha`` = n nu (``params.reg_and_ridge``; "auto": ``alpha_sel_`` of the selection)."""
         self.seed_ = seed_from(self.random_state)
+        reg = getattr(self, "reg", None)
         self.kernel_, self.alpha_sel_ = auto_kernel(self, X, Y, reg == "auto")
         self.bandwidth_ = self.kernel_.bandwidth
-        return xp, dtype
+        if reg is not None:
+            self.reg_, self._alpha = reg_and_ridge(reg, int(X.shape[0]), self.alpha_sel_)
 
     def _decision(self, X) -> np.ndarray:
         """Raw outputs (n, C) as numpy float64, computed chunk by chunk on the device."""
-        check_is_fitted(self, "solver_")
+        check_is_fitted(self, self._fitted_state)
         X = check_X(self, X, reset=False)
-        xp = self._xp(fitting=False)
-        return predict_rows(X, self.solver_.decision, xp, np.dtype(self.dtype_))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = False
-        return tags
+        return predict_rows(X, getattr(self, self._fitted_state).decision,
+                            self._xp(fitting=False), np.dtype(self.dtype_), self._predict_chunk)
 
 
 CLASSIFICATION_LOSSES = ("logistic", "hinge", "square", "squared_hinge")
 REGRESSION_LOSSES = ("square", "epsilon_insensitive", "huber")
 
 
-def check_loss(loss, allowed, who):
-    """The loss object for name ``loss``, or a one-line error naming ``who`` and the choices."""
-    if loss not in allowed:
-        raise ValueError(f"loss={loss!r} is not supported by {who}; choose one of {allowed}")
-    return make_loss(loss)
+class LossMixin:
+    """``loss``: None means ``_default_loss``; allowed: ``_losses``."""
+
+    def _loss_name(self):
+        return self.loss or self._default_loss
+
+    def _make_loss(self):
+        """The loss object, or a one-line error naming the estimator and the choices."""
+        if self._loss_name() not in self._losses:
+            raise ValueError(f"loss={self._loss_name()!r} is not supported by "
+                             f"{type(self).__name__}; choose one of {self._losses}")
+        return make_loss(self._loss_name())
 
 
-def ridge_alpha(est, n: int) -> float:
-    """The ridge of a summed-loss solve, scikit-learn's KernelRidge alpha = n nu; sets ``reg_``
-    = nu (``kernelscale.params.reg_and_ridge``)."""
-    est.reg_, alpha = reg_and_ridge(est.reg, n, getattr(est, "alpha_sel_", None))
-    return alpha
-
-
-class IterativeMixin:
-    """``n_iter`` and one ``fit``'s run through ``training.train``."""
+@fill_doc
+class IterativeEstimator(KernelEstimatorBase):
+    """Fitted in ``n_iter`` steps of ``solver_`` (``training.train``): ``fit`` builds the solver
+    (``_init_solver``) unless it warm-starts, then runs it (``_fit_solver``)."""
 
     iterative = True
     _auto_epochs = 1  # n_iter="auto": this many passes over the data per fit
+
+    def fit(self, X, y):
+        """Fit the model on (X, y) (continued with ``warm_start``).
+
+        %(fit)s
+        """
+        X, Y = self._fit_targets(X, y)
+        if self._fresh():
+            self._init_solver(X, Y)
+            self.history_ = {}
+        self._xp()
+        self._fit_solver(X, Y)
+        return self
 
     def _n_iter(self, batches_per_epoch: int) -> int:
         self._validate_params()  # n_iter may change between warm-started fits

@@ -1,22 +1,7 @@
 """Targets in and out, the same for every estimator: ``RegressorTargets`` / ``ClassifierTargets``
-turn y into the (n, C) float targets a solver fits (``_fit_targets``) and give predictions back
-in y's form, labels from decision scores (``LabelsFromScores``) and targets from raw outputs
-(``TargetsFromOutputs``), over an estimator's ``decision_function`` / ``_decision``.
-
-Offset: regression targets are centred, by every regressor, in one place
-(``RegressorTargets._targets``). A fresh fit stores the training column means of y as
-``y_offset_`` (shape (n_outputs,)); every fit (a warm start or ``partial_fit`` included, with
-the first fit's ``y_offset_``) hands its solver, and its "auto" bandwidth / reg selection,
-y - ``y_offset_``; ``predict`` is ``_decision`` + ``y_offset_``. The model is a constant plus a
-regularised f fitted to the residual, as scikit-learn's linear models fit an intercept (the
-constant is the training mean, not optimised jointly with f): the penalty on ||f|| pulls
-predictions towards the mean rather than towards 0, so where y's mean sits does not change the
-fit. (LIBSVM's ``ExactSVMRegressor`` fits its own unpenalised intercept b, and its dual does not
-depend on a shift of y.)
-
-Class codes ({-1, +1}, one-vs-all or one-hot) are not centred, whatever the loss (reasons:
-``docs/design.md``).
-"""
+turn y into the (n, C) float targets a solver fits, ``TargetsFromOutputs`` / ``LabelsFromScores``
+give predictions back in y's form. Regression targets are centred on ``y_offset_``, the first
+fit's column means; class codes are not (``docs/design.md``)."""
 
 from __future__ import annotations
 
@@ -31,7 +16,7 @@ class LabelsFromScores:
     """Mixin: ``predict`` by the sign of ``decision_function`` (one column) or its argmax."""
 
     def predict(self, X):
-        """Predicted class labels: the sign of the score (binary) or its argmax.
+        """Predicted class labels.
 
         %(predict_labels)s
         """
@@ -47,8 +32,7 @@ class LabelsFromScores:
 
 @fill_doc
 class TargetsFromOutputs:
-    """Mixin: ``predict`` is ``_decision`` (n, C) + ``y_offset_``, 1-D where the training targets
-    were."""
+    """Mixin: ``predict`` is ``_decision`` (n, C) + ``y_offset_``."""
 
     def predict(self, X):
         """Predicted targets f(x).
@@ -70,15 +54,14 @@ class TargetsFromOutputs:
 
 
 class RegressorTargets(TargetsFromOutputs):
-    """Mixin: y -> (n, C) centred float targets; predict returns 1-D for 1-D training targets."""
+    """Mixin: y -> (n, C) centred float targets."""
 
     def _fit_targets(self, X, y):
         X, y = check_X_y(self, X, y, regression=True)
         return X, self._targets(y, self._fresh())
 
     def _targets(self, y, fresh: bool) -> np.ndarray:
-        """y as (n, C) float64 minus ``y_offset_``, which a fresh fit sets to the column means
-        (and ``_y_1d``); a warm start keeps the first fit's (module docstring)."""
+        """y as (n, C) float64 minus ``y_offset_`` (set, with ``_y_1d``, by a fresh fit)."""
         y = np.asarray(y, dtype=np.float64)
         Y = y.reshape(len(y), -1)
         if fresh:
@@ -97,9 +80,8 @@ class ClassifierTargets(LabelsFromScores):
     def _fit_targets(self, X, y):
         X, y = check_X_y(self, X, y, regression=False)
         if self._fresh():
-            coder = LabelCoder(y, "softmax" if self._coding == "onehot" else "hinge")
-            self._coder = coder
-            self.classes_ = coder.classes_
+            self._coder = LabelCoder(y, "softmax" if self._coding == "onehot" else "hinge")
+            self.classes_ = self._coder.classes_
         idx = self._coder.index_of(y)
         return X, self._coder.encode_index(idx, np, np.float64)
 
@@ -111,8 +93,7 @@ class ClassifierTargets(LabelsFromScores):
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
-            One column for two classes (one-hot coding: class 1's score minus class 0's);
-            one-vs-all scores, one per class, otherwise.
+            One column for two classes (one-hot: class 1's score minus class 0's), else one per class.
         """
         F = self._decision(X)
         if F.shape[1] == 1:

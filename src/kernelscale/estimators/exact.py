@@ -1,14 +1,7 @@
-"""Exact kernel methods, the accuracy references: kernel ridge by a direct solve
-(``solvers.exact``: ``ExactKRRClassifier`` / ``ExactKRRRegressor``) and LIBSVM (Chang, Lin,
-"LIBSVM: A Library for Support Vector Machines", ACM TIST 2011; scikit-learn's SVC / SVR:
-``ExactSVMClassifier`` / ``ExactSVMRegressor``) with kernelscale's kernel and bandwidth naming.
-
-Exact kernel ridge is the reference of the square-loss experiments of Ma, Belkin, "Diving into the
-Shallows: a Computational Perspective on Large-Scale Shallow Learning", NIPS 2017 (section 6), the
-square-loss case of the problem (nu/2)||f||^2 + E loss(f(x), y) of Dai, Xie, He, Liang, Raj,
-Balcan, Song, "Scalable Kernel Methods via Doubly Stochastic Gradients", NIPS 2014, solved
-exactly. LIBSVM's converged SVM is the reference of "Fast Doubly Stochastic Kernel Machines"
-(its Table 3).
+"""Exact kernel methods, the accuracy references: kernel ridge by a direct solve (``solvers.exact``)
+and LIBSVM (Chang, Lin, "LIBSVM: A Library for Support Vector Machines", ACM TIST 2011) through
+scikit-learn's SVC / SVR, for the problem of Dai, Xie, He, Liang, Raj, Balcan, Song, "Scalable
+Kernel Methods via Doubly Stochastic Gradients", NIPS 2014, with kernelscale's naming.
 """
 
 from __future__ import annotations
@@ -20,45 +13,34 @@ from sklearn.svm import SVC, SVR
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import DeviceError, resolve_device
-from ..params import REG_POSITIVE, Int, KernelscaleEstimator, Real, reg_and_ridge, store_params
-from ..rng import seed_from
+from ..params import REG_POSITIVE, Int, Real, store_params
 from ..solvers._common import load_rows
 from ..solvers.exact import ExactKRR
 from ..validation import _one_line, _reject_sparse_y, _sparse_checks, check_X, load_csr_store
 from ._docs import fill_doc
-from ._kernel_common import (
-    KernelEstimatorBase,
-    auto_kernel,
-    exact_max_n,
-    ridge_alpha,
-)
+from ._kernel_common import KernelEstimatorBase, exact_max_n
 from ._targets import ClassifierTargets, RegressorTargets
 
-# the parameters and attributes of the exact kernel ridge and LIBSVM estimators, each written
-# once (``_docs.fill_doc``)
 _KRR_DOCS = {
     "krr_model": """\
 f = sum_i c_i k(x_i, .) with (K + n nu I) c = Y, K the n x n kernel matrix of the training rows:
 O(n^2) memory and O(n^3) time, so n is capped by ``max_n``.""",
     "parameters": """\
 %(reg_positive)s
-    The system solved is (K + alpha I) c = Y with alpha = n nu, positive definite for the
-    Cholesky factorisation.
+    The system solved is (K + alpha I) c = Y with alpha = n nu (Cholesky).
 %(kernel)s
 %(bandwidth)s
 max_n : "auto" or int >= 1, default="auto"
-    Largest n accepted; more rows is a one-line error pointing at the scalable methods. "auto":
-    the n whose n x n kernel matrix, in the engine's dtype, takes at most 60 % of the memory
-    available when ``fit`` starts (``_kernel_common.exact_max_n``); it is factored in place.
+    Largest n accepted; more rows is a one-line error. "auto": the n whose n x n kernel matrix,
+    in the engine's dtype, takes at most 60 % of the memory available when ``fit`` starts
+    (``_kernel_common.exact_max_n``).
 %(random_state)s
-    The solve itself has no randomness.
-%(engine)s
-    ``dtype`` is that of the kernel matrix and the solve.""",
+%(engine)s""",
     "attributes": """\
 reg_ : float
-    nu used (the ridge solved is n ``reg_``).
+    nu used.
 solver_ : solvers.exact.ExactKRR
-    The training rows ``X`` and the coefficients ``coef`` (n, C): f = sum_i c_i k(x_i, .).
+    The training rows ``X`` and the coefficients ``coef`` (n, C).
 %(kernel_)s
 %(n_features_in_)s""",
     "X_fit": """\
@@ -81,7 +63,7 @@ class _ExactKRRBase(KernelEstimatorBase):
     def fit(self, X, y):
         """Fit by one direct solve of (K + alpha I) c = Y (Cholesky, in place).
 
-        %(fit_either)s
+        %(fit)s
         """
         self._validate_params()
         X, Y = self._fit_targets(X, y)
@@ -89,33 +71,29 @@ class _ExactKRRBase(KernelEstimatorBase):
         itemsize = np.dtype(self._resolve_engine().dtype).itemsize
         max_n = exact_max_n(itemsize) if self.max_n == "auto" else self.max_n
         if n > max_n:
-            gib = n * n * itemsize / 2**30
             raise ValueError(f"exact kernel ridge needs the n x n kernel matrix ({n} rows -> "
-                             f"{gib:.1f} GiB) and n > max_n={max_n}; use EigenPro, Nyström "
-                             "or DSG for large n (or raise max_n)")
-        xp, dtype = self._setup_common(X, Y, reg=self.reg)
-        alpha = ridge_alpha(self, n)
+                             f"{n * n * itemsize / 2**30:.1f} GiB) and n > max_n={max_n}; use "
+                             "EigenPro, Nyström or DSG for large n (or raise max_n)")
+        xp, dtype = self._setup_common(X, Y)
         self.solver_ = ExactKRR(self.kernel_, load_rows(X, xp, dtype), xp)
-        self.solver_.fit(xp.asarray(Y, dtype=dtype), alpha)
+        self.solver_.fit(xp.asarray(Y, dtype=dtype), self._alpha)
         return self
 
 
-@fill_doc(**_KRR_DOCS)
+_EXAMPLE = "reg=1e-3, bandwidth='median', random_state=0"
+
+
+@fill_doc(**_KRR_DOCS, example=_EXAMPLE)
 class ExactKRRRegressor(RegressorTargets, RegressorMixin, _ExactKRRBase):
     """Exact kernel ridge regression by a direct solve; multi-output y allowed.
 
     %(krr_model)s
 
     %(regressor_doc)s
-    >>> from kernelscale.estimators.exact import ExactKRRRegressor
-    >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
-    >>> model = ExactKRRRegressor(reg=1e-3, bandwidth="median", random_state=0)
-    >>> model.fit(X, y / y.std()).predict(X[:3]).shape
-    (3,)
     """
 
 
-@fill_doc(**_KRR_DOCS)
+@fill_doc(**_KRR_DOCS, example=_EXAMPLE)
 class ExactKRRClassifier(ClassifierTargets, ClassifierMixin, _ExactKRRBase):
     """Exact kernel ridge classification by a direct solve: ridge on {-1, +1} targets (one column
     for two classes, one-vs-all columns for more), predict by sign / argmax.
@@ -123,66 +101,47 @@ class ExactKRRClassifier(ClassifierTargets, ClassifierMixin, _ExactKRRBase):
     %(krr_model)s
 
     %(classifier_doc)s
-    >>> from kernelscale.estimators.exact import ExactKRRClassifier
-    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
-    >>> clf = ExactKRRClassifier(random_state=0).fit(X, y)
-    >>> bool(clf.score(X, y) > 0.7)
-    True
     """
 
 
-# rows of sparse X densified at a time to predict with a LIBSVM model fitted on dense rows
-SVM_DENSE_ROWS = 4096
-
-
-def _float64_rows(A):
-    """A as float64 rows: numpy, or scipy.sparse kept sparse."""
-    return A.astype(np.float64) if scipy.sparse.issparse(A) else np.asarray(A, dtype=np.float64)
+SVM_DENSE_ROWS = 4096  # rows of sparse X densified at a time for a model fitted on dense rows
 
 
 class _KernelFunction:
-    """Picklable callable kernel for LIBSVM: K(A, B) as numpy float64 (A, B dense or
-    scipy.sparse rows)."""
+    """Picklable callable kernel for LIBSVM: K(A, B) in float64 (dense or scipy.sparse rows)."""
 
     def __init__(self, kernel):
         self.kernel = kernel
 
     def __call__(self, A, B):
-        return self.kernel(_float64_rows(A), _float64_rows(B))
+        return self.kernel(*(a.astype(np.float64) if scipy.sparse.issparse(a)
+                             else np.asarray(a, dtype=np.float64) for a in (A, B)))
 
 
 _SVM_DOCS = {
     "parameters": """\
 %(reg_positive)s
-    LIBSVM runs with C = 1 / (n nu): its (1/2)||f||^2 + C sum loss is the same problem times
-    1 / nu, and "auto" gives C = 1 / alpha. LIBSVM's C is not a parameter: pass
-    reg = 1 / (n C). Fitted also: ``C_``.
+    LIBSVM runs with C = 1 / (n nu), the same problem times 1 / nu ("auto": C = 1 / alpha); for
+    LIBSVM's C pass reg = 1 / (n C). Fitted also: ``C_``.
 %(kernel)s
-    "gaussian" runs as LIBSVM's own rbf with gamma = 1 / (2 sigma^2); the others as a callable
-    kernel (a Gram matrix computed by kernelscale: slower, and O(n^2) memory).
+    "gaussian" runs as LIBSVM's rbf with gamma = 1 / (2 sigma^2), the others as a callable
+    kernel (a Gram matrix computed by kernelscale, O(n^2) memory).
 %(bandwidth)s
 epsilon : float >= 0, default=0.1
-    Half-width of SVR's epsilon-insensitive tube, in the units of y (LIBSVM's default);
-    ``ExactSVMRegressor`` only.
+    Half-width of SVR's epsilon-insensitive tube (``ExactSVMRegressor`` only).
 tol : float > 0, default=1e-3
-    Stopping tolerance of LIBSVM's SMO solver, its KKT-violation bound (LIBSVM's default).
+    Stopping tolerance of LIBSVM's SMO solver, its KKT-violation bound.
 cache_size : float > 0, default=500
     MB of LIBSVM's kernel-row cache.
 %(random_state)s
-    LIBSVM's own solve is deterministic here (no probability estimates, no shuffling).
 engine : dict, kernelscale.engine.Engine or None, default=None
-    LIBSVM runs on the CPU only (``device_`` is "cpu"); an engine device "gpu" is a one-line
-    ``DeviceError``. Fitted: ``engine_``.""",
+    LIBSVM runs on the CPU only: an engine device "gpu" is a one-line ``DeviceError``.""",
     "attributes": """\
 svm_ : sklearn.svm.SVC or sklearn.svm.SVR
     The fitted LIBSVM model (support vectors, dual coefficients).
-reg_ : float
-    nu used.
-C_ : float
-    LIBSVM's C = 1 / (n nu).
+reg_, C_ : float
+    nu used, and LIBSVM's C = 1 / (n nu).
 %(kernel_)s
-device_ : str
-    Always "cpu".
 %(n_features_in_)s""",
     "X_fit": """\
 X : {array-like, sparse matrix} of shape (n_samples, n_features)
@@ -191,9 +150,10 @@ X : {array-like, sparse matrix} of shape (n_samples, n_features)
 }
 
 
-class _ExactSVMBase(KernelscaleEstimator):
+class _ExactSVMBase(KernelEstimatorBase):
     """Implementation shared by ``ExactSVMClassifier`` / ``ExactSVMRegressor``."""
 
+    _fitted_state = "svm_"
     _rules = {"reg": REG_POSITIVE, "epsilon": Real(0), "tol": Real(0, strict=True),
               "cache_size": Real(0, strict=True)}
 
@@ -202,30 +162,22 @@ class _ExactSVMBase(KernelscaleEstimator):
         store_params(self, locals())
 
     def _svm_kernel(self, X, Y):
-        """LIBSVM's kernel arguments; sets ``reg_`` and ``C_`` = 1 / (n reg_) (reg="auto":
-        C = 1 / alpha of the held-out selection)."""
+        """LIBSVM's kernel arguments; sets ``reg_`` and ``C_`` = 1 / (n reg_)."""
         device = self._resolve_engine().device
         if resolve_device(device) == "gpu" and device == "gpu":
             raise DeviceError("ExactSVM (LIBSVM) runs on the CPU only; use engine={'device': "
                               "'cpu'}")
         self.device_ = "cpu"
         self._validate_params()
-        self.seed_ = seed_from(self.random_state)
-        self.kernel_, alpha = auto_kernel(self, X, Y, self.reg == "auto")
-        self.bandwidth_ = self.kernel_.bandwidth
-        n = int(X.shape[0])
-        self.reg_, ridge = reg_and_ridge(self.reg, n, alpha)
-        self.C_ = 1.0 / ridge
+        self._select(X, Y)
+        self.C_ = 1.0 / self._alpha
         if self.kernel_.name == "gaussian":
             return {"kernel": "rbf", "gamma": 1.0 / (2.0 * self.bandwidth_**2)}
         return {"kernel": _KernelFunction(self.kernel_)}
 
-    _fitted_state = "svm_"
-
     def _svm_apply(self, method: str, X):
-        """The fitted LIBSVM model's ``method`` on X checked for it (in memory, as LIBSVM
-        needs). Sparse X for a model fitted on dense rows with LIBSVM's own kernel (which then
-        takes dense rows only) is densified ``SVM_DENSE_ROWS`` rows at a time."""
+        """The fitted LIBSVM model's ``method`` on X (in memory); sparse X for LIBSVM's own
+        kernel fitted on dense rows is densified ``SVM_DENSE_ROWS`` rows at a time."""
         check_is_fitted(self, "svm_")
         X = check_X(self, load_csr_store(X), reset=False)
         fn = getattr(self.svm_, method)
@@ -236,7 +188,7 @@ class _ExactSVMBase(KernelscaleEstimator):
                                for lo in range(0, X.shape[0], SVM_DENSE_ROWS)])
 
 
-@fill_doc(**_SVM_DOCS)
+@fill_doc(**_SVM_DOCS, example=_EXAMPLE)
 class ExactSVMClassifier(ClassifierTargets, ClassifierMixin, _ExactSVMBase):
     """Exact kernel SVM by LIBSVM (scikit-learn's ``SVC``; CPU only).
 
@@ -245,21 +197,17 @@ class ExactSVMClassifier(ClassifierTargets, ClassifierMixin, _ExactSVMBase):
     ``decision_function`` in one-vs-rest shape.
 
     %(classifier_doc)s
-    >>> from kernelscale.estimators.exact import ExactSVMClassifier
-    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
-    >>> clf = ExactSVMClassifier(reg=1e-3, bandwidth="median", random_state=0).fit(X, y)
-    >>> bool(clf.score(X, y) > 0.7)
-    True
     """
+
+    _used_only = {"epsilon": ("by ExactSVMRegressor (the half-width of SVR's tube)", (), lambda p: False)}
 
     def fit(self, X, y):
         """Fit LIBSVM on (X, y).
 
-        %(fit_classification)s
+        %(fit)s
         """
         X, Y = self._fit_targets(load_csr_store(X), y)  # LIBSVM takes rows in memory
-        kw = self._svm_kernel(X, Y)
-        # LIBSVM fits the class indices, which are its own encoding of y (np.unique's order)
+        kw = self._svm_kernel(X, Y)  # LIBSVM fits the class indices (np.unique's order)
         self.svm_ = SVC(C=self.C_, tol=self.tol, cache_size=self.cache_size,
                         decision_function_shape="ovr", **kw).fit(X, self._coder.y_index)
         return self
@@ -278,11 +226,8 @@ class ExactSVMClassifier(ClassifierTargets, ClassifierMixin, _ExactSVMBase):
         idx = self._svm_apply("predict", X).astype(np.int64)
         return self.classes_[idx]
 
-    _used_only = {"epsilon": ("by ExactSVMRegressor (the half-width of SVR's tube)", (),
-                              lambda p: False)}
 
-
-@fill_doc(**_SVM_DOCS)
+@fill_doc(**_SVM_DOCS, example=_EXAMPLE, y_fit="y : array-like of shape (n_samples,)\n    Targets.")
 class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
     """Exact kernel support vector regression by LIBSVM (scikit-learn's ``SVR``; CPU only).
 
@@ -292,29 +237,13 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
     %(sections)s
 
     %(regression_example)s
-    >>> from kernelscale.estimators.exact import ExactSVMRegressor
-    >>> X, y = make_regression(n_samples=300, n_features=5, noise=1.0, random_state=0)
-    >>> model = ExactSVMRegressor(reg=1e-3, bandwidth="median", random_state=0).fit(X, y / y.std())
-    >>> model.predict(X[:3]).shape, round(model.C_, 4)  # C = 1 / (n reg)
-    ((3,), 3.3333)
     """
 
     def fit(self, X, y):
         """Fit LIBSVM on (X, y).
 
-        Parameters
-        ----------
-        %(X_fit)s
-        y : array-like of shape (n_samples,)
-            Targets.
-
-        Returns
-        -------
-        self
-            The fitted estimator.
+        %(fit)s
         """
-        # LIBSVM needs the data in memory (sparse X as CSR, which LIBSVM takes as it is);
-        # scikit-learn's validation also ravels a column y
         _reject_sparse_y(y)
         X = load_csr_store(X)  # a CSR store: its rows as one CSR matrix
         _sparse_checks(self, X, True, True)
@@ -329,13 +258,6 @@ class ExactSVMRegressor(RegressorMixin, _ExactSVMBase):
         """Targets predicted by the fitted LIBSVM model (SVR fits one output: a column y is
         ravelled with scikit-learn's DataConversionWarning).
 
-        %(predict_X)s
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
+        %(predict_n)s
         """
         return self._svm_apply("predict", X)
-
-
-__all__ = ["ExactKRRClassifier", "ExactKRRRegressor", "ExactSVMClassifier", "ExactSVMRegressor"]

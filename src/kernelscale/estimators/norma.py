@@ -11,20 +11,17 @@ import warnings
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
-from ..params import ITERS, REG, Int, OneOf, Real, reg_and_ridge, store_params
+from ..params import ITERS, REG, Int, OneOf, Real, store_params
 from ..solvers.norma import NORMA
 from ..training import Rows, as_targets
 from ._docs import fill_doc
-from ._kernel_common import REGRESSION_LOSSES, IterativeMixin, KernelEstimatorBase, check_loss
+from ._kernel_common import REGRESSION_LOSSES, IterativeEstimator, LossMixin
 from ._targets import ClassifierTargets, RegressorTargets
 
-# max_terms="auto": at most this many MB of centres (a step reads them all: this bounds its cost
-# as well as the memory)
-NORMA_CENTRES_MB = 64
+NORMA_CENTRES_MB = 64  # max_terms="auto": at most this many MB of centres
 NORMA_DROPPED_WEIGHT = 0.5  # warn when the ring dropped a term weighing more than this
 
 
-# the parameters and attributes of both NORMA estimators, written once (``_docs.fill_doc``)
 _NORMA_DOCS = {
     "parameters": """\
 loss : str or None, default=None
@@ -33,45 +30,34 @@ loss : str or None, default=None
 %(reg)s
     It is NORMA's lambda.
 eta0 : float > 0, default=0.5
-    Step size; each step is clamped to eta <= 1 / (2 nu), so that the shrink factor 1 - eta nu
-    stays in [1/2, 1].
+    Step size, at most 1 / (2 nu) per step.
 schedule : {"constant", "invsqrt"}, default="constant"
-    eta_t = eta0 ("constant", the setting of NORMA's truncation bound) or eta0 / sqrt(t)
-    ("invsqrt").
+    eta_t = eta0 ("constant") or eta0 / sqrt(t) ("invsqrt").
 max_terms : "auto" or int >= 1, default="auto"
-    At most this many kernel terms in the expansion; the oldest are dropped. "auto": every term
-    the fit can add (``n_iter`` x ``batch_size``), at most batch_size ln(10) / (eta nu) (NORMA's
-    truncation bound: a term that old weighs (1 - eta nu)^(max_terms / batch_size) <= 1/10 of a
-    new one) and ``NORMA_CENTRES_MB`` of centres, at least batch_size. ``fit`` warns when it dropped
-    terms that still weighed more than half of a new one. Fitted: ``max_terms_``.
+    Kernel terms kept in the expansion, the oldest dropped (``fit`` warns when a dropped one
+    still weighed more than half of a new one). "auto": every term the fit can add, at most
+    batch_size ln(10) / (eta nu) (a dropped term then weighs <= 1/10 of a new one) and
+    ``NORMA_CENTRES_MB`` of centres, at least batch_size. Fitted: ``max_terms_``.
 batch_size : int >= 1, default=8
     Points per step, at most n. Fitted: ``batch_size_``.
 %(n_iter)s
-    "auto": 3 epochs, 3 ceil(n / batch_size) steps.
+    "auto": 3 epochs.
 %(iterative_common)s
-    On-disk X also takes ``window_rows``.
 %(verbose)s""",
     "attributes": """\
 solver_ : solvers.norma.NORMA
     The truncated expansion (centres, coefficients).
-max_terms_ : int
-    Terms kept.
+max_terms_, batch_size_ : int
+    Terms kept and points per step used.
 reg_, bandwidth_ : float
     nu and sigma used.
-batch_size_ : int
-    Points per step used.
-n_iter_ : int
-    Steps so far.
-history_ : dict
-    Per-iteration records: iter, time, objective (batch loss), step.
+%(n_iter_)s
 %(n_features_in_)s""",
 }
 
 
-@fill_doc
-class _NORMABase(IterativeMixin, KernelEstimatorBase):
-    """Implementation shared by ``NORMAClassifier`` / ``NORMARegressor``: NORMA kernel SGD with a
-    truncated expansion (``solvers.norma``), reading mini-batches from a BatchStream."""
+class _NORMABase(LossMixin, IterativeEstimator):
+    """Implementation shared by ``NORMAClassifier`` / ``NORMARegressor``."""
 
     _auto_epochs = 3
     _rules = {"reg": REG, "eta0": Real(0, strict=True), "schedule": OneOf("invsqrt", "constant"),
@@ -82,24 +68,15 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
                  warm_start=False, random_state=None, engine=None, verbose=0):
         store_params(self, locals())
 
-    def fit(self, X, y):
-        """Fit the model on (X, y) (continued with ``warm_start``).
+    def _init_solver(self, X, Y):
+        loss = self._make_loss()
+        xp, dtype = self._setup_common(X, Y)
+        self.max_terms_ = self._max_terms(int(X.shape[0]), np.dtype(dtype).itemsize)
+        self.solver_ = NORMA(self.kernel_, loss, self.n_features_in_, Y.shape[1], reg=self.reg_,
+                             eta0=float(self.eta0), schedule=self.schedule,
+                             max_terms=self.max_terms_, xp=xp, dtype=dtype)
 
-        %(fit_either)s
-        """
-        X, Y = self._fit_targets(X, y)
-        if self._fresh():
-            loss = check_loss(self._loss_name(), self._losses, type(self).__name__)
-            self._validate_params()
-            xp, dtype = self._setup_common(X, Y, reg=self.reg)
-            self.reg_ = reg_and_ridge(self.reg, int(X.shape[0]), self.alpha_sel_)[0]
-            self.max_terms_ = self._max_terms(int(X.shape[0]), np.dtype(dtype).itemsize)
-            self.solver_ = NORMA(self.kernel_, loss, self.n_features_in_, Y.shape[1],
-                                 reg=self.reg_, eta0=float(self.eta0),
-                                 schedule=self.schedule, max_terms=self.max_terms_, xp=xp,
-                                 dtype=dtype)
-            self.history_ = {}
-        self._xp()
+    def _fit_solver(self, X, Y):
         self.batch_size_ = min(int(self.batch_size), int(X.shape[0]))
         self._train(Rows(X, Y, int(self.batch_size), self.seed_, np.dtype(self.dtype_),
                          encode=as_targets(np.dtype(self.dtype_))), "NORMA", "set a smaller eta0")
@@ -109,8 +86,7 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
                 f"{type(self).__name__}: max_terms={self.max_terms_} dropped terms that still "
                 f"weighed {weight:.2f} of a new one (eta0 * reg = {self._eta_reg():.2g} per step): the "
                 f"truncated expansion cannot hold the regularised solution (raise max_terms, or "
-                f"eta0 * reg)", UserWarning, stacklevel=2)
-        return self
+                f"eta0 * reg)", UserWarning, stacklevel=3)
 
     def _eta_reg(self) -> float:
         """eta nu per step (the step clamped as in ``solvers.norma``)."""
@@ -128,49 +104,33 @@ class _NORMABase(IterativeMixin, KernelEstimatorBase):
         return int(max(m, min(added, needed, centres)))
 
 
-@fill_doc(**_NORMA_DOCS)
-class NORMAClassifier(ClassifierTargets, ClassifierMixin, _NORMABase):
+class _PoorScore:
+    """Mixin (before scikit-learn's): truncated, regularised SGD is a weak baseline."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        (tags.classifier_tags or tags.regressor_tags).poor_score = True
+        return tags
+
+
+@fill_doc(**_NORMA_DOCS, example="max_terms=100, random_state=0")
+class NORMAClassifier(_PoorScore, ClassifierTargets, ClassifierMixin, _NORMABase):
     """NORMA kernel SGD with a truncated expansion of at most ``max_terms`` terms for
     classification; one-vs-all for several classes.
 
     %(classifier_doc)s
-    >>> from kernelscale.estimators.norma import NORMAClassifier
-    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
-    >>> clf = NORMAClassifier(max_terms=100, random_state=0).fit(X, y)
-    >>> bool(clf.score(X, y) > 0.7)
-    True
     """
+
     _losses = ("hinge", "logistic", "squared_hinge")
-
-    def _loss_name(self):
-        return self.loss or "hinge"
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.poor_score = True  # truncated, regularised SGD: a weak baseline
-        return tags
+    _default_loss = "hinge"
 
 
-@fill_doc(**_NORMA_DOCS)
-class NORMARegressor(RegressorTargets, RegressorMixin, _NORMABase):
+@fill_doc(**_NORMA_DOCS, example="max_terms=100, random_state=0")
+class NORMARegressor(_PoorScore, RegressorTargets, RegressorMixin, _NORMABase):
     """NORMA kernel SGD with a truncated expansion of at most ``max_terms`` terms for regression.
 
     %(regressor_doc)s
-    >>> from kernelscale.estimators.norma import NORMARegressor
-    >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
-    >>> model = NORMARegressor(max_terms=100, random_state=0).fit(X, y / y.std())
-    >>> model.predict(X[:3]).shape
-    (3,)
     """
+
     _losses = REGRESSION_LOSSES
-
-    def _loss_name(self):
-        return self.loss or "square"
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True  # truncated, regularised SGD: a weak baseline
-        return tags
-
-
-__all__ = ["NORMAClassifier", "NORMARegressor"]
+    _default_loss = "square"
