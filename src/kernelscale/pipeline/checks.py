@@ -1,12 +1,8 @@
 """Checks of an algorithm entry (``config.yaml`` ``algorithms.NAME`` / ``kernelscale train --spec``)
 before anything runs: one line per problem, naming the key, the value and what is expected.
-
-Parameter values are checked by the estimators' own rules (``kernelscale.params``: the
-``_rules`` that ``fit`` applies, parameters that the other settings leave unused, unknown
-names), here before the data are opened. A parameter that the algorithm's name fixes
-(``registry.PRESETS``: ``rff_sgd`` with ``solver: svrg``) is refused. :func:`size_errors`
-compares a lower bound of the largest arrays the method must hold with this machine's memory (or
-the job's limit).
+Parameter values by the estimators' own rules (``kernelscale.params``), parameters that the
+algorithm's name fixes (``registry.PRESETS``), sizes against memory (:func:`size_errors`) and
+the memory budget (:func:`budget_errors`).
 """
 
 from __future__ import annotations
@@ -14,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 
+from . import registry
 from .runs import entry_defaults
 
 DEVICES = ("auto", "cpu", "gpu")
@@ -21,10 +18,6 @@ DEVICES = ("auto", "cpu", "gpu")
 
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def physical_memory_bytes() -> int | None:
@@ -64,47 +57,43 @@ def size_errors(where: str, estimator: str, params: dict, n_train: int | None = 
     limit = limit_bytes if limit_bytes is not None else physical_memory_bytes()
     if not limit:
         return []
-    p = {k: v for k, v in params.items() if _is_number(v)}
+    p = {k: v for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     n = n_train if n_train else None
     width = d if d else 1
-    terms: list[tuple[float, str]] = []
+    terms: list[tuple[float, str]] = []  # (bytes: 8 per element, the array)
+
+    def array(what: str, rows, cols) -> None:
+        terms.append((8.0 * rows * cols, what))
+
     if estimator in ("dsg", "udsg", "cdsg"):
         b, f = p.get("batch_size", 256), p.get("block_size", 256)
-        terms.append((8.0 * b * f, f"batch_size x block_size = {b:g} x {f:g}"))
         iters = p.get("n_iter", 300) * max(1, segments)
-        terms.append((8.0 * iters * f, f"n_iter x segments x block_size = {iters:g} x {f:g} "
-                      "coefficients"))
+        array(f"batch_size x block_size = {b:g} x {f:g}", b, f)
+        array(f"n_iter x segments x block_size = {iters:g} x {f:g} coefficients", iters, f)
     if estimator in ("rff_sgd", "rff_svrg", "eigenpro_rf", "nystrom"):  # numeric ones only
         m = p.get("n_components", 1000)
-        terms.append((8.0 * m * width, f"n_components x d = {m:g} x {width:g}"))
+        array(f"n_components x d = {m:g} x {width:g}", m, width)
         if "batch_size" in p:
-            terms.append((8.0 * p["batch_size"] * m,
-                          f"batch_size x n_components = {p['batch_size']:g} x {m:g}"))
+            b = p["batch_size"]
+            array(f"batch_size x n_components = {b:g} x {m:g}", b, m)
         if estimator in ("nystrom", "eigenpro_rf"):
-            terms.append((8.0 * m * m, f"n_components^2 = {m:g}^2"))
-    if estimator in ("rb_cg", "rb_cd") and n:
+            array(f"n_components^2 = {m:g}^2", m, m)
+    if estimator in ("rb_cg", "rb_cd"):
         r = p.get("n_components", 256)
-        terms.append((8.0 * n * r, f"n_train x n_components = {n:g} x {r:g} bin indices"))
-    if estimator in ("rb_cg", "rb_cd") and "n_components" in p:
-        r = p["n_components"]
-        terms.append((8.0 * r * width, f"n_components x d = {r:g} x {width:g} grid parameters"))
-    if estimator in ("exact_krr", "libsvm", "eigenpro", "kernel_sgd") and n:
-        m = min(n, p.get("max_n", n)) if estimator == "exact_krr" else n
-        if estimator in ("exact_krr",):
-            terms.append((8.0 * m * m, f"an n x n kernel matrix, n = {m:g}"))
+        if n:
+            array(f"n_train x n_components = {n:g} x {r:g} bin indices", n, r)
+        if "n_components" in p:
+            array(f"n_components x d = {r:g} x {width:g} grid parameters", r, width)
+    if estimator == "exact_krr" and n:
+        m = min(n, p.get("max_n", n))
+        array(f"an n x n kernel matrix, n = {m:g}", m, m)
     if estimator in ("eigenpro", "kernel_sgd") and "subsample_size" in p:
         s = p["subsample_size"]
-        terms.append((8.0 * s * s, f"subsample_size^2 = {s:g}^2"))
+        array(f"subsample_size^2 = {s:g}^2", s, s)
     if estimator == "norma" and "max_terms" in p:
-        terms.append((8.0 * p["max_terms"] * width,
-                      f"max_terms x d = {p['max_terms']:g} x {width:g}"))
-    out = []
-    for need, what in terms:
-        if need > limit:
-            out.append(f"{where}: needs at least {_mb(need)} for {what}, more than the "
-                       f"{_mb(limit)} of memory here; use smaller sizes")
-            break
-    return out
+        array(f"max_terms x d = {p['max_terms']:g} x {width:g}", p["max_terms"], width)
+    return [f"{where}: needs at least {_mb(need)} for {what}, more than the {_mb(limit)} of "
+            "memory here; use smaller sizes" for need, what in terms if need > limit][:1]
 
 
 # algorithms that read on-disk X in windows sized by ``engine.memory_budget``, and the parameter
@@ -119,7 +108,6 @@ def budget_errors(where: str, estimator: str, params: dict, d: int | None = None
     not known before prepare (``d`` when the config does not state it, an "auto" batch or block
     size) count as 1, so the need is a lower bound and the check refuses only a sure failure."""
     from ..budget import plan_window
-    from . import registry
 
     engine = params.get("engine")
     budget = engine.get("memory_budget") if isinstance(engine, dict) else None
@@ -148,24 +136,19 @@ def spec_errors(where: str, spec, n_train: int | None = None, d: int | None = No
     sizes that fit in memory. Task compatibility is checked where the task is known; ``kinds``
     ("classification" / "regression"), when known, are the tasks the entry runs on: a parameter
     is then refused if any of their estimators refuses it, not only if all do."""
-    from . import registry
-
     if not isinstance(spec, dict):
         return [f"{where}: expected a mapping such as {{estimator: dsg, params: {{n_iter: 30}}}}, "
                 f"got {type(spec).__name__} {spec!r:.60}"]
-    errors = []
-    est = spec.get("estimator")
+    est, registered = spec.get("estimator"), ", ".join(sorted(registry.ALGORITHMS))
     if est is None:
-        return [f"{where}: missing key 'estimator' (a registered name: "
-                f"{', '.join(sorted(registry.ALGORITHMS))})"]
+        return [f"{where}: missing key 'estimator' (a registered name: {registered})"]
     if not isinstance(est, str) or est not in registry.ALGORITHMS:
-        return [f"{where}.estimator: unknown estimator {est!r} (registered: "
-                f"{', '.join(sorted(registry.ALGORITHMS))})"]
+        return [f"{where}.estimator: unknown estimator {est!r} (registered: {registered})"]
     params = spec.get("params") or {}
     if not isinstance(params, dict):
         return [f"{where}.params: expected a mapping of estimator parameters (name: value), got "
                 f"{type(params).__name__} {params!r:.60}"]
-    defaults = entry_defaults()
+    errors, defaults = [], entry_defaults()
     device = spec.get("device", defaults["device"])
     if device not in DEVICES:
         errors.append(f"{where}.device: {device!r} is not one of {', '.join(DEVICES)}")
@@ -199,7 +182,6 @@ def _fixed_by_name(est: str, name: str, value):
     """The problem when ``value`` contradicts the value of ``name`` that algorithm ``est``'s
     name fixes (``registry.PRESETS``, save ``registry.ADJUSTABLE``), else None."""
     from ..params import same_value
-    from . import registry
 
     preset = registry.PRESETS.get(est, {})
     if (name not in preset or name in registry.ADJUSTABLE.get(est, ())
@@ -222,7 +204,6 @@ def param_errors_of(where: str, est: str, params: dict, kinds=None) -> list[str]
     ``kinds``: the tasks the entry runs on, when known (see ``spec_errors``)."""
     from ..engine import as_options
     from ..params import param_errors, unused_errors
-    from . import registry
 
     run = [k for k in registry.ALGORITHMS[est] if kinds is None or k in kinds]
     try:
@@ -266,44 +247,37 @@ def param_errors_of(where: str, est: str, params: dict, kinds=None) -> list[str]
 def config_errors(config: dict) -> list[str]:
     """``spec_errors`` of every algorithm entry of a config (``config.yaml: `` prefixed), with the
     training set's size when a generated dataset it runs on states it."""
-    algorithms = config.get("algorithms") or {}
     datasets = config.get("datasets") or {}
     largest: dict[str, tuple[int | None, int | None]] = {}
+    kinds: dict[str, set] = {}  # the tasks each algorithm runs on
+    run = set()
     for exp in config.get("experiments") or []:
         for a in exp.get("algorithms", []) if isinstance(exp, dict) else []:
+            run.add(a)
             for name in exp.get("datasets", []):
-                gen = (datasets.get(name) or {}).get("generator") if isinstance(
-                    datasets.get(name), dict) else None
+                ds = datasets.get(name) if isinstance(datasets.get(name), dict) else {}
+                gen = ds.get("generator")
                 if isinstance(gen, dict):  # d: the columns left after a PCA in prepare
-                    pca = (datasets[name].get("preprocess") or {}).get("pca") or {}
+                    pca = (ds.get("preprocess") or {}).get("pca") or {}
                     n, dd = gen.get("n_samples"), pca.get("n_components", gen.get("n_features"))
                     old = largest.get(a, (None, None))
                     largest[a] = (max(n or 0, old[0] or 0) or None, max(dd or 0, old[1] or 0) or None)
-    errors = []
-    from . import registry
-
-    kinds: dict[str, set] = {}  # the tasks each algorithm runs on
-    for exp in config.get("experiments") or []:
-        for a in exp.get("algorithms", []) if isinstance(exp, dict) else []:
-            for name in exp.get("datasets", []):
-                task = (datasets.get(name) or {}).get("task") if isinstance(
-                    datasets.get(name), dict) else None
-                if task:
+                if ds.get("task"):
                     kinds.setdefault(a, set()).add(
-                        "regression" if task == "regression" else "classification")
+                        "regression" if ds["task"] == "regression" else "classification")
     shared = config.get("params") or {}
-    run = {a for exp in config.get("experiments") or [] if isinstance(exp, dict)
-           for a in exp.get("algorithms", [])}
-    for name, spec in algorithms.items():
-        if isinstance(spec, dict) and "estimator" not in spec:
-            spec = {**spec, "estimator": name}  # the config's default: the entry's name
-        if isinstance(spec, dict) and spec.get("estimator") not in registry.ALGORITHMS:
-            continue  # pipeline.semantic_errors names it
+    errors = []
+    for name, spec in (config.get("algorithms") or {}).items():
         inherited = []
-        if isinstance(spec, dict) and name in run and isinstance(spec.get("params") or {}, dict):
+        if isinstance(spec, dict):
+            if "estimator" not in spec:
+                spec = {**spec, "estimator": name}  # the config's default: the entry's name
+            if spec["estimator"] not in registry.ALGORITHMS:
+                continue  # configuration.semantic_errors names it
             own = spec.get("params") or {}
-            inherited = [k for k in shared if k not in own]
-            spec = {**spec, "params": {**shared, **own}}
+            if name in run and isinstance(own, dict):
+                inherited = [k for k in shared if k not in own]
+                spec = {**spec, "params": {**shared, **own}}
         n, dd = largest.get(name, (None, None))
         for e in spec_errors(f"algorithms.{name}", spec, n, dd, kinds=kinds.get(name)):
             for k in inherited:  # a shared parameter: name the key the user wrote

@@ -1,12 +1,13 @@
-"""Pieces the pipeline's command lines share (kernelscale.pipeline.cli and kernelscale.pipeline.data.cli): the
-one-line user error, YAML loading with file:line:column, and argparse helpers. Its own module so
-that the two CLIs and the config checks import it instead of each other."""
+"""Pieces the pipeline's command lines (``cli``, ``data.cli``) and config checks share: the one-line
+user error, YAML loading with file:line:column, and argparse helpers."""
 
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
+
+import yaml
 
 
 class UserError(Exception):
@@ -15,8 +16,6 @@ class UserError(Exception):
 
 def load_yaml(path):
     """A YAML file's content; one line with the file, line and column on a syntax error."""
-    import yaml
-
     try:
         text = Path(path).read_text()
     except FileNotFoundError:

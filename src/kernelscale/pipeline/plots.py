@@ -1,21 +1,15 @@
-"""Per-dataset figures from run folders (matplotlib, Agg backend: no display needed).
+"""Per-dataset figures from run folders (matplotlib, Agg backend).
 
-* ``metric_vs_time.png``: test error (RMSE for regression) against training wall time, one
-  colour and marker per algorithm (every seed a line), the trivial baseline and the best
-  exact-kernel result as reference lines; beside it fit time and predict time (whole test set)
-  per algorithm.
-* ``objective_vs_time.png``: training objective against training time, one panel per group of
-  runs whose objectives are the same function (same estimator class, loss, regulariser, kernel,
-  bandwidth and feature count, see ``objective_signature``). Titles give the values the runs
-  used (what ``"auto"`` chose, from ``final.json``'s ``chosen``). RB-CG, which records its CG
-  residual and no objective, gets a residual panel; runs with no curve at all are named under
-  the panels. Curves of >= 50 per-batch values are drawn as a running mean over the faint raw
-  values, and a head of first steps towering over the rest is left above the axis
-  (``_robust_ylim``); the axis label says so.
+* ``metric_vs_time.png``: test error (RMSE for regression) against training wall time, one line
+  per run, the trivial baseline and the best exact-kernel result as reference lines; beside it
+  fit time and predict time (whole test set) per algorithm.
+* ``objective_vs_time.png``: training objective (RB-CG: its CG residual) against training time,
+  one panel per ``objective_signature``, titled with the values the runs used (what ``"auto"``
+  chose); runs with no curve are named under the panels. Curves of >= 50 per-batch values are
+  drawn as a running mean over the faint raw values; a head of first steps towering over the
+  rest is left above the axis (``_robust_ylim``); the axis label says so.
 
-Colours and markers are fixed per algorithm across all figures (``ALGORITHM_STYLES``); legends
-sit outside the axes; log axes are labelled with plain numbers, with a label beyond the lowest
-and the highest point.
+Colours and markers are fixed per algorithm across all figures (``algorithm_style``).
 """
 
 from __future__ import annotations
@@ -32,28 +26,22 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
+from . import registry  # noqa: E402
+from .chosen import format_value  # noqa: E402
 from .tables import best_exact_kernel, exact_kernel_label  # noqa: E402
+from .tracking import run_folders  # noqa: E402
 
-# One colour and one marker per registered algorithm, the same in every figure; members of a
-# family differ in hue and marker.
-ALGORITHM_STYLES: dict[str, tuple[str, str]] = {  # mostly Trubetskoy's 20 distinct colours
-    "dsg": ("#4363d8", "o"),          # blue
-    "udsg": ("#f58231", "s"),         # orange
-    "cdsg": ("#3cb44b", "^"),         # green
-    "eigenpro": ("#e6194b", "D"),     # red
-    "eigenpro_rf": ("#911eb4", "v"),  # purple
-    "kernel_sgd": ("#9a6324", "P"),   # brown
-    "rb_cg": ("#f032e6", "X"),        # magenta
-    "rb_cd": ("#42d4f4", "*"),        # cyan
-    "rff_sgd": ("#6b8e23", "<"),      # olive drab
-    "rff_svrg": ("#000075", ">"),     # navy
-    "nystrom": ("#469990", "h"),      # teal
-    "exact_krr": ("#a9a9a9", "d"),    # grey
-    "libsvm": ("#000000", "p"),       # black
-    "pegasos": ("#800000", "8"),      # maroon
-    "norma": ("#e6ab02", "H"),        # gold
+# One colour and one marker per registered algorithm, the same in every figure (mostly
+# Trubetskoy's 20 distinct colours); members of a family differ in hue and marker.
+ALGORITHM_STYLES: dict[str, tuple[str, str]] = {
+    "dsg": ("#4363d8", "o"), "udsg": ("#f58231", "s"), "cdsg": ("#3cb44b", "^"),
+    "eigenpro": ("#e6194b", "D"), "eigenpro_rf": ("#911eb4", "v"), "kernel_sgd": ("#9a6324", "P"),
+    "rb_cg": ("#f032e6", "X"), "rb_cd": ("#42d4f4", "*"),
+    "rff_sgd": ("#6b8e23", "<"), "rff_svrg": ("#000075", ">"), "nystrom": ("#469990", "h"),
+    "exact_krr": ("#a9a9a9", "d"), "libsvm": ("#000000", "p"),
+    "pegasos": ("#800000", "8"), "norma": ("#e6ab02", "H"),
 }
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d", "p", "8", "H")
+_MARKERS = tuple(m for _, m in ALGORITHM_STYLES.values())
 _PALETTE = tuple(c for c, _ in ALGORITHM_STYLES.values())
 
 
@@ -77,8 +65,7 @@ def algorithm_style(name: str, estimator: str | None = None) -> tuple[str, str]:
 
 
 def _style(run: dict) -> tuple[str, str]:
-    f = run["final"]
-    return algorithm_style(f["algorithm"], f.get("estimator"))
+    return algorithm_style(run["final"]["algorithm"], run["final"].get("estimator"))
 
 
 def _ticks_in(lo: float, hi: float, subs) -> int:
@@ -87,26 +74,21 @@ def _ticks_in(lo: float, hi: float, subs) -> int:
                for k in subs)
 
 
-def _tick_below(v: float, subs) -> float:
-    """The largest k * 10^e (k in ``subs``) at or below ``v`` > 0."""
+def _tick_beyond(v: float, subs, up: bool) -> float:
+    """The smallest k * 10^e (k in ``subs``) at or above ``v`` > 0 (``up``), else the largest at
+    or below it."""
     e = int(np.floor(np.log10(v)))
-    cands = [k * 10.0 ** x for x in (e - 1, e) for k in subs]
+    cands = [k * 10.0 ** x for x in ((e, e + 1) if up else (e - 1, e)) for k in subs]
+    if up:
+        return min(c for c in cands if c >= v * (1 - 1e-9))
     return max(c for c in cands if c <= v * (1 + 1e-9))
-
-
-def _tick_above(v: float, subs) -> float:
-    e = int(np.floor(np.log10(v)))
-    cands = [k * 10.0 ** x for x in (e, e + 1) for k in subs]
-    return min(c for c in cands if c >= v * (1 - 1e-9))
 
 
 def _readable_log_axis(ax, axis: str = "x", dense: bool = False) -> None:
     """Log scale labelled with plain numbers (0.05, 2, 100) at 1-2-5 steps, else 1-2-3-5, else
-    every digit (whichever first gives three labels; decades only beyond three decades), with
-    the limits widened to the next labelled value on each side, so that the lowest and highest
-    points always have a label beyond them. ``dense``: within 1.3 decades, labels at 1, 1.5, 2, 3, 4, 5, 7
-    (for an axis whose values are read off, such as the test error). A range too narrow for a
-    log scale (< 1.5x: e.g. an objective that does not move) stays linear, with plain labels."""
+    every digit (whichever first gives three labels; decades only beyond three decades), the
+    limits widened to the next labelled value on each side. ``dense``: within 1.3 decades,
+    labels at 1, 1.5, 2, 3, 4, 5, 7. A range under 1.5x stays linear, with plain labels."""
     getattr(ax, f"set_{axis}scale")("log")
     a = getattr(ax, f"{axis}axis")
     lo, hi = getattr(ax, f"get_{axis}lim")()
@@ -121,7 +103,7 @@ def _readable_log_axis(ax, axis: str = "x", dense: bool = False) -> None:
     else:
         subs = next((c for c in ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0))
                      if _ticks_in(lo, hi, c) >= 3), tuple(float(k) for k in range(1, 10)))
-    lo, hi = _tick_below(lo, subs), _tick_above(hi, subs)
+    lo, hi = _tick_beyond(lo, subs, up=False), _tick_beyond(hi, subs, up=True)
     getattr(ax, f"set_{axis}lim")(lo, hi)
     if dense and np.log10(hi / lo) <= 1.3:
         subs = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)
@@ -132,9 +114,6 @@ def _readable_log_axis(ax, axis: str = "x", dense: bool = False) -> None:
 
 
 def _load(run_dir: Path) -> dict:
-    run_dir = Path(run_dir)
-    if run_dir.name == "final.json":
-        run_dir = run_dir.parent
     final = json.loads((run_dir / "final.json").read_text())
     params = json.loads((run_dir / "params.json").read_text()) \
         if (run_dir / "params.json").is_file() else {}
@@ -154,8 +133,6 @@ def objective_signature(run: dict) -> tuple:
     """What defines a run's training curve: the quantity (objective, or the relative residual
     of a CG solver) and the function it is of. Runs with equal signatures minimise the same
     function, so their values share an axis; anything else is drawn apart."""
-    from . import registry
-
     final, p = run["final"], run["params"].get("params", {})
     try:
         cls = registry.estimator_class(final["estimator"], final["task"]).__name__
@@ -163,17 +140,15 @@ def objective_signature(run: dict) -> tuple:
         cls = f"{final['estimator']}"
     curve = _objective_curve(run)
     quantity = curve[2] if curve is not None else "objective"
-    # reg, l1_reg and n_components as chosen ("auto" is not one function); the bandwidth as
-    # given (the chosen one differs per seed)
+    # reg, l1_reg and n_components as chosen ("auto" is not one function), the bandwidth as given
     keys = ("loss", "reg", "l1_reg", "kernel", "bandwidth", "n_components")
     return (cls, final.get("task"), quantity,
             *((k, str(p.get(k) if k in ("loss", "kernel", "bandwidth") else _chosen(run, k)))
               for k in keys if k in p))
 
 
-# history.csv columns drawn in the objective figure, in order of preference: the objective,
-# else the relative residual ||r|| / ||b|| that RB-CG records (CG minimises the ridge objective
-# but reports only its residual)
+# history.csv columns drawn in the objective figure, in order of preference: the objective, else
+# the relative residual ||r|| / ||b|| that RB-CG records (CG reports only its residual)
 CURVES = (("objective", "objective"), ("residual", "relative residual"))
 
 
@@ -207,8 +182,7 @@ SMOOTH_MIN_POINTS, SMOOTH_FRACTION = 50, 0.05
 
 def _running_mean(y, fraction: float = SMOOTH_FRACTION):
     """Centred running mean over ``fraction`` of the points (at least 5; the window shrinks at
-    the ends): a per-batch loss (Pegasos's hinge on 32 rows is 0 on one batch and 3 on the
-    next) shows its trend only on average, and a centred window does not lag behind it."""
+    the ends)."""
     y = np.asarray(y, float)
     half = max(2, int(round(fraction * len(y))) // 2)
     c = np.concatenate([[0.0], np.cumsum(y)])
@@ -223,9 +197,8 @@ HEAD_FRACTION = 0.1  # the first steps left out of the objective axis's range wh
 def _robust_ylim(curves, log: bool) -> tuple[float, float] | None:
     """y-range of the curves without the first ``HEAD_FRACTION`` of each one's points (1st to
     99th percentile of the rest; a curve of < 10 points counts whole), or None when the full
-    range is not much wider: a stochastic method's first steps (Pegasos's 1/(reg t) step at
-    t = 1) can sit orders of magnitude above the rest of its curve and flatten it. ``log``:
-    whether the axis will be logarithmic (ranges are compared in decades then)."""
+    range is not much wider. ``log``: whether the axis will be logarithmic (ranges are compared
+    in decades then)."""
     curves = [y[np.isfinite(y)] for y in map(np.asarray, curves)]
     curves = [y for y in curves if len(y)]
     if not curves:
@@ -233,8 +206,7 @@ def _robust_ylim(curves, log: bool) -> tuple[float, float] | None:
     rest = np.concatenate([y[int(np.ceil(HEAD_FRACTION * len(y))):] if len(y) >= 10 else y
                            for y in curves])
     lo, hi = np.percentile(rest, 1), np.percentile(rest, 99)
-    full_lo = min(y.min() for y in curves)
-    full_hi = max(y.max() for y in curves)
+    full_lo, full_hi = min(y.min() for y in curves), max(y.max() for y in curves)
     if not hi > lo:
         return None
     # only a head that towers over the rest: a fast first descent (DSG, EigenPro) is shown
@@ -250,10 +222,7 @@ def _robust_ylim(curves, log: bool) -> tuple[float, float] | None:
 def _setting_text(members: list[dict], key: str, label: str) -> str | None:
     """``label=value`` with the value(s) the runs used (chosen by "auto" where it was), e.g.
     ``reg=3.12e-05``; a range when the members differ."""
-    from .chosen import format_value
-
-    values = [_chosen(r, key) for r in members]
-    values = [v for v in values if v is not None]
+    values = [v for r in members if (v := _chosen(r, key)) is not None]
     if not values:
         return None
     shown = list(dict.fromkeys(format_value(v) for v in values))
@@ -265,26 +234,24 @@ def _setting_text(members: list[dict], key: str, label: str) -> str | None:
     return f"{label}={'/'.join(shown)}"
 
 
-def _legend_outside(fig, ax_or_axes, extra=()) -> None:
-    handles, labels = {}, []
+def _legend_outside(fig, ax_or_axes) -> None:
+    handles = {}  # label -> its first handle, in order
     for ax in np.atleast_1d(ax_or_axes):
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            if lab not in handles:
-                handles[lab] = h
-                labels.append(lab)
-    for h, lab in extra:
-        handles[lab] = h
-        labels.append(lab)
-    if labels:
-        fig.legend([handles[lab] for lab in labels], labels, loc="center left",
+            handles.setdefault(lab, h)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="center left",
                    bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+
+
+def _save(fig, png) -> None:
+    fig.savefig(png, dpi=110, bbox_inches="tight")
+    plt.close(fig)
 
 
 def plot_metric_vs_time(runs: list[dict], dataset: str, png) -> None:
     """``metric_vs_time.png`` (see the module docstring)."""
-    fig = metric_figure(runs, dataset)
-    fig.savefig(png, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    _save(metric_figure(runs, dataset), png)
 
 
 def metric_figure(runs: list[dict], dataset: str):
@@ -295,12 +262,10 @@ def metric_figure(runs: list[dict], dataset: str):
     algos = list(dict.fromkeys(r["final"]["algorithm"] for r in runs))
     styles = {r["final"]["algorithm"]: _style(r) for r in runs}
     for r in runs:
-        f, m = r["final"], r["metrics"]
-        if metric not in m.columns:
-            continue
-        c, marker = _style(r)
-        ax.plot(m["time_s"], m[metric], color=c, marker=marker, ms=5, lw=1.4,
-                label=f["algorithm"])
+        if metric in r["metrics"].columns:
+            c, marker = _style(r)
+            ax.plot(r["metrics"]["time_s"], r["metrics"][metric], color=c, marker=marker, ms=5,
+                    lw=1.4, label=r["final"]["algorithm"])
     base = next((r["final"] for r in runs if r["final"].get("baseline_value") is not None), None)
     if base is not None:
         ax.axhline(base["baseline_value"], color="black", ls="--", lw=1,
@@ -322,25 +287,22 @@ def metric_figure(runs: list[dict], dataset: str):
             _readable_log_axis(ax, "y", dense=True)
 
     # fit and predict time per algorithm (mean over seeds): a fast fit can hide a slow predict
-    rows = []
-    for a in algos:
+    for i, a in enumerate(algos):
         fs = [r["final"] for r in runs if r["final"]["algorithm"] == a]
-        rows.append((a, np.mean([f["train_time_s"] for f in fs]),
-                     np.nanmean([f.get("predict_time_s") or np.nan for f in fs])))
-    y = np.arange(len(rows))
-    for i, (a, fit_s, pred_s) in enumerate(rows):
+        fit_s = np.mean([f["train_time_s"] for f in fs])
+        pred_s = np.nanmean([f.get("predict_time_s") or np.nan for f in fs])
         c, marker = styles[a]
         bx.barh(i - 0.2, fit_s, height=0.38, color=c)
         bx.plot([fit_s], [i - 0.2], marker=marker, color=c, ms=6, mec="black", mew=0.5)
         if np.isfinite(pred_s):
             bx.barh(i + 0.2, pred_s, height=0.38, color=c, alpha=0.45, hatch="///",
                     edgecolor="black", linewidth=0)
-    bx.set_yticks(y, [a for a, _, _ in rows], fontsize=8)
+    bx.set_yticks(np.arange(len(algos)), algos, fontsize=8)
     bx.invert_yaxis()
     bx.set_xlabel("seconds (log)")
     bx.set_title("fit (solid) and predict (hatched) time")
     bx.grid(alpha=0.3, axis="x")
-    if rows:
+    if algos:
         _readable_log_axis(bx, "x")
     fig.tight_layout()
     _legend_outside(fig, ax)
@@ -349,9 +311,7 @@ def metric_figure(runs: list[dict], dataset: str):
 
 def plot_objective_vs_time(runs: list[dict], dataset: str, png) -> None:
     """``objective_vs_time.png`` (see the module docstring)."""
-    fig = objective_figure(runs, dataset)
-    fig.savefig(png, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    _save(objective_figure(runs, dataset), png)
 
 
 def objective_figure(runs: list[dict], dataset: str):
@@ -426,7 +386,7 @@ def panel_title(sig: tuple, members: list[dict]) -> str:
 
 def plot_dataset(run_dirs, dataset: str, metric_png, objective_png) -> None:
     """Write the two figures for one dataset from its run folders (or their final.json)."""
-    runs = [_load(Path(d)) for d in run_dirs]
+    runs = [_load(d) for d in run_folders(run_dirs)]
     runs.sort(key=lambda r: (r["final"]["algorithm"], r["final"]["seed"]))
     plot_metric_vs_time(runs, dataset, metric_png)
     plot_objective_vs_time(runs, dataset, objective_png)

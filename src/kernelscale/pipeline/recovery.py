@@ -6,26 +6,25 @@ no file), and a failed job's log turned into a line naming the config key to cha
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import signal
+import sys
+from pathlib import Path
+
 from .configuration import config_file_of, tracking
 from .runs import run_datasets
-
-
-def _nearest_existing(path):
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def unwritable_output_line(config: dict, workdir=".") -> str | None:
     """One line when the workflow cannot write where its jobs write, else None.
 
-    Checked from the Snakefile before the DAG is built. Places: ``results/`` and every folder in it (not inside Zarr stores, which prepare replaces
-    whole), the MLflow SQLite file of ``tracking.uri`` and the download cache when a dataset is
-    downloaded. A place that does not exist yet needs its nearest existing parent writable. A
-    single read-only file in a writable folder is left to Snakemake."""
-    import os
-    from pathlib import Path
-
+    Checked from the Snakefile before the DAG is built. Places: ``results/`` and every folder in
+    it (not inside Zarr stores, which prepare replaces whole), the MLflow SQLite file of
+    ``tracking.uri`` and the download cache when a dataset is downloaded. A place that does not
+    exist yet needs its nearest existing parent writable. A single read-only file in a writable
+    folder is left to Snakemake."""
     work = Path(workdir).resolve()
     places = [work / "results"]
     uri = tracking(config)["uri"]
@@ -38,7 +37,9 @@ def unwritable_output_line(config: dict, workdir=".") -> str | None:
     bad = []
     for place in places:
         if not place.exists():
-            parent = _nearest_existing(place.parent)
+            parent = place.parent  # the nearest existing one
+            while not parent.exists() and parent != parent.parent:
+                parent = parent.parent
             if not os.access(parent, os.W_OK | os.X_OK):
                 bad.append(parent)
             continue
@@ -60,13 +61,15 @@ def unwritable_output_line(config: dict, workdir=".") -> str | None:
             "in another directory")
 
 
+def _say(line: str) -> str:
+    print(line, file=sys.stderr, flush=True)
+    return line
+
+
 def _snakemake_pids(workdir) -> list[int] | None:
     """PIDs of snakemake processes (any mode) working in ``workdir``, other than this process
     and its ancestors (a shell or ``make`` that started us may carry 'snakemake' in its command
     line). Linux /proc only; elsewhere the answer is unknown and None is returned."""
-    import os
-    from pathlib import Path
-
     proc = Path("/proc")
     if not (proc / "self" / "cmdline").exists():
         return None
@@ -95,29 +98,18 @@ def _snakemake_pids(workdir) -> list[int] | None:
 
 
 def set_aside_damaged_data(config: dict, workdir=".") -> list[str]:
-    """Move every damaged prepared dataset of the config's runs aside, so that Snakemake sees
-    its ``meta.json`` (prepare's output) missing and re-runs prepare, then the jobs downstream.
-
-    Called by ``kernelscale repair`` before snakemake starts. A dataset is damaged when a file of an
-    array is missing, changed or unexpected, or ``meta.json`` is unreadable or has no checksums
-    (``data.store.prepared_fault``: sizes and sha256). Its folder
-    ``results/data/<name>`` becomes ``results/data/<name>.damaged`` (replacing an older one),
-    and one line per dataset is printed. Nothing is done while another snakemake process works
-    in ``workdir`` (a train job of that run may be reading the dataset) or when that cannot be
-    checked (no /proc): ``train`` then refuses the dataset with its one-line error.
-    Returns the lines printed."""
-    import shutil
-    import sys
-    from pathlib import Path
-
+    """Move every damaged prepared dataset of the config's runs aside
+    (``data.store.prepared_fault``: a file of an array missing, changed or unexpected,
+    ``meta.json`` unreadable or without checksums), so that Snakemake re-runs prepare and the jobs
+    downstream: ``results/data/<name>`` becomes ``results/data/<name>.damaged`` (replacing an
+    older one). Nothing is moved while
+    another snakemake process works in ``workdir`` or when that cannot be checked (no /proc).
+    Prints and returns one line per damaged dataset."""
     from .data.store import prepared_fault
 
     data = Path(workdir) / "results" / "data"
-    faults = {}
-    for name in run_datasets(config):
-        fault = prepared_fault(data / name)
-        if fault is not None:
-            faults[name] = fault
+    faults = {name: fault for name in run_datasets(config)
+              if (fault := prepared_fault(data / name)) is not None}
     if not faults:
         return []
     others = _snakemake_pids(workdir)
@@ -132,43 +124,30 @@ def set_aside_damaged_data(config: dict, workdir=".") -> list[str]:
             shutil.rmtree(aside, ignore_errors=True)
             folder.rename(aside)
             line = (f"kernelscale: {folder}: {fault}; moved to {aside}, prepare runs again")
-        print(line, file=sys.stderr, flush=True)
-        lines.append(line)
+        lines.append(_say(line))
     return lines
 
 
-def clear_stale_locks(workdir=".") -> str | None:
-    """Remove Snakemake's directory lock when no snakemake runs in ``workdir``.
-
-    Called by ``kernelscale repair`` before snakemake starts. Not removed when another snakemake
-    process works in this directory (jobs still running from a killed run included) or when that
-    cannot be checked (no /proc). Returns the line it printed, or None."""
-    import shutil
-    import sys
-    from pathlib import Path
-
+def _lock_owners(workdir):
+    """None when ``workdir`` holds no Snakemake lock, else ``_snakemake_pids(workdir)``."""
     locks = Path(workdir) / ".snakemake" / "locks"
-    if not locks.is_dir() or not any(locks.glob("*.lock")):
+    return _snakemake_pids(workdir) if locks.is_dir() and any(locks.glob("*.lock")) else None
+
+
+def clear_stale_locks(workdir=".") -> str | None:
+    """Remove Snakemake's directory lock when no snakemake process works in ``workdir`` (jobs of a
+    killed run included) and that can be checked (/proc). Returns the line it printed, or None."""
+    if _lock_owners(workdir) != []:  # no lock, a snakemake running, or unknown
         return None
-    others = _snakemake_pids(workdir)
-    if others is None or others:
-        return None
-    shutil.rmtree(locks, ignore_errors=True)
-    line = (f"kernelscale: removed a stale Snakemake lock in {Path(workdir).resolve()} "
-            "(no snakemake process is running there)")
-    print(line, file=sys.stderr, flush=True)
-    return line
+    shutil.rmtree(Path(workdir) / ".snakemake" / "locks", ignore_errors=True)
+    return _say(f"kernelscale: removed a stale Snakemake lock in {Path(workdir).resolve()} "
+                "(no snakemake process is running there)")
 
 
 def held_lock_line(workdir=".") -> str | None:
     """One line when Snakemake's lock in ``workdir`` is held by another snakemake process still
-    working there (a second ``make run`` beside a running one; the Makefile asks before starting
-    snakemake, whose LockException is five lines). A lock whose owner is gone is none of this:
-    ``kernelscale repair`` removes it (``clear_stale_locks``)."""
-    from pathlib import Path
-
-    locks = Path(workdir) / ".snakemake" / "locks"
-    others = _snakemake_pids(workdir) if locks.is_dir() and any(locks.glob("*.lock")) else None
+    working there; None otherwise (a lock whose owner is gone: see ``clear_stale_locks``)."""
+    others = _lock_owners(workdir)
     if not others:
         return None
     return (f"kernelscale: another snakemake (pid {', '.join(map(str, others))}) runs in "
@@ -178,8 +157,6 @@ def held_lock_line(workdir=".") -> str | None:
 
 def _job_config_key(rule: str, log: str):
     """The config entry behind a failed job, from its log path (see the rules' ``log:``)."""
-    import re
-
     m = re.search(r"logs/train/([^/]+)/([^/]+)/seed\d+\.log$", log)
     if rule == "train" and m:
         return ("algorithms", m.group(2)), f"{m.group(1)}/{m.group(2)}"
@@ -192,9 +169,6 @@ def _job_config_key(rule: str, log: str):
 def _killed_by(text: str) -> str | None:
     """The signal that ended a job's command, from Snakemake's report of it in ``text``: "died
     with <Signals.SIGKILL: 9>", or a shell's exit status 128 + signal number."""
-    import re
-    import signal
-
     found = re.findall(r"died with <Signals\.(\w+)|non-zero exit status (\d+)", text)
     if not found:
         return None
@@ -213,24 +187,19 @@ def failed_job_lines(snakemake_logs) -> list[str]:
     the end of the console says what went wrong and where to fix it without scrolling through
     Snakemake's job dump (command line, JSON spec, ...). ``snakemake_logs``: the run's log
     file(s) (the ``log`` of ``onerror``)."""
-    import re
-    from pathlib import Path
+    def read(path) -> str:
+        try:
+            return Path(path).read_text(errors="replace")
+        except OSError:
+            return ""
 
     if isinstance(snakemake_logs, (str, Path)):
         snakemake_logs = [snakemake_logs]
-    text = ""
-    for path in snakemake_logs or ():
-        try:
-            text += Path(path).read_text(errors="replace")
-        except OSError:
-            continue
+    text = "".join(read(path) for path in snakemake_logs or ())
     lines, before = [], 0
     for m in re.finditer(r"Error in rule (\S+?):.*?\n\s+log: (\S+)", text, re.S):
         rule, log = m.group(1), m.group(2)
-        try:
-            body = [ln for ln in Path(log).read_text(errors="replace").splitlines() if ln.strip()]
-        except OSError:
-            body = []
+        body = [ln for ln in read(log).splitlines() if ln.strip()]
         errors = [ln for ln in body if ": error:" in ln]
         last = (errors or body or ["(empty log)"])[-1].strip()
         killed = None if errors else _killed_by(text[before:m.start()])

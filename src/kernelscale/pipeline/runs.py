@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
+
+import yaml
 
 # the config schema: the one place where the defaults of an algorithms entry are written
 CONFIG_SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
@@ -15,8 +18,6 @@ CONFIG_SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "
 
 @functools.cache
 def _schema() -> dict:
-    import yaml
-
     return yaml.safe_load(CONFIG_SCHEMA.read_text())
 
 
@@ -37,16 +38,9 @@ def resource_defaults() -> dict:
 
 def runs(config: dict) -> list[tuple[str, str, int]]:
     """(dataset, algorithm, seed) triples of all experiments, in order, without duplicates."""
-    out, seen = [], set()
-    for exp in config.get("experiments") or []:
-        for d in exp.get("datasets", []):
-            for a in exp.get("algorithms", []):
-                for s in exp.get("seeds", [0]):
-                    t = (str(d), str(a), int(s))
-                    if t not in seen:
-                        seen.add(t)
-                        out.append(t)
-    return out
+    return list(dict.fromkeys((str(d), str(a), int(s)) for exp in config.get("experiments") or []
+                              for d in exp.get("datasets", []) for a in exp.get("algorithms", [])
+                              for s in exp.get("seeds", [0])))
 
 
 def run_datasets(config: dict) -> list[str]:
@@ -57,7 +51,6 @@ def missing_local_files(config: dict) -> dict[str, list[str]]:
     """Datasets marked ``optional: true`` among the config's runs whose local (``path:``) files
     are not there, e.g. the papers' licensed data (TIMIT, ImageNet features): name -> the
     missing paths. (A missing file of any other dataset is an error: ``missing_file_errors``.)"""
-
     from .data.spec import FILE_ROLES
 
     out = {}
@@ -110,10 +103,8 @@ def bench_args(config: dict) -> str:
 
 
 def bench_threads(config: dict) -> int:
-    """Threads of the bench job: ``bench.threads``, else this machine's CPUs (Snakemake caps a
-    local job at ``--cores``; not ``workflow.cores``, which is undefined under a cluster profile)."""
-    import os
-
+    """Threads of the bench job: ``bench.threads``, else this machine's CPUs (not
+    ``workflow.cores``, undefined under a cluster profile)."""
     return int((config.get("bench") or {}).get("threads") or os.cpu_count() or 1)
 
 
@@ -130,9 +121,6 @@ def final_files(config: dict, dataset: str | None = None) -> list[str]:
 def reproduce_claims(path="config/reproduce.yaml") -> list[str]:
     """The claim names of ``config/reproduce.yaml`` (``claims:`` keys), one figure each
     (``results/reproduce/<claim>.png``); empty when the file is absent."""
-
-    import yaml
-
     if not Path(path).is_file():
         return []
     return [str(c) for c in ((yaml.safe_load(Path(path).read_text()) or {}).get("claims") or {})]

@@ -1,12 +1,10 @@
 """System metrics of a training job, sampled into its run folder for MLflow.
 
-Training jobs never talk to MLflow, so MLflow's own system-metrics monitor cannot run in them.
 ``SystemSampler`` samples CPU and memory (psutil) from a background thread every ``interval``
-seconds and once more when its ``with`` block ends, appending rows to ``system_metrics.csv`` (step, timestamp_ms,
-then one column per metric, named as MLflow names its system metrics without the ``system/``
-prefix); the import (``tracking``) logs them as ``system/<name>`` with their steps and timestamps.
-A resumed run appends, its steps continuing. GPU columns appear only where ``pynvml`` (the
-``nvidia-ml-py`` package) imports and sees a device.
+seconds and once more when its ``with`` block ends, appending rows to ``system_metrics.csv``
+(step, timestamp_ms, then one column per metric, named as MLflow's system metrics without the
+``system/`` prefix); ``tracking`` logs them as ``system/<name>``. A resumed run appends, its steps
+continuing. GPU columns appear only where ``pynvml`` (``nvidia-ml-py``) imports and sees a device.
 """
 
 from __future__ import annotations

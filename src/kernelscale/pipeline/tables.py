@@ -1,20 +1,11 @@
 """Comparison tables from the tracking store (``mlflow.search_runs``).
 
-``summary_table`` gives one row per dataset x algorithm x seed: the final test metric (error for
-classification, RMSE for regression, plus accuracy / R²), fit time, predict time (the whole test
-set), the method's peak memory (over the process baseline), model size, and ``at_baseline``
-(the model is no better than the trivial baseline), what the run used where "auto" chose it
-(``bandwidth``, ``reg``, ``n_features``: random features / centres / non-empty bins, and
-``iterations``: solver steps run in all; ``chosen.*`` in MLflow), then per dataset a ``best
-exact kernel (<algorithm>)`` row when an exact-kernel estimator ran (``best_exact_kernel``: the
-same run the plots draw as their dotted reference line) and a ``trivial baseline`` row (majority
-class / mean predictor of the training labels, scored on the test set).
-``aggregate_table`` gives mean ± std over seeds per dataset x algorithm; ``wide_table`` puts the
-algorithms in rows and, per dataset, error / fit time / predict time / model size in columns.
-
-Only the runs of the config being run go into the tables: ``write_tables(..., run_ids=...)``
-keeps the MLflow runs that the pipeline's import job listed (``results/tracking/imported.json``);
-runs of other configs stay in MLflow.
+``summary_table``: one row per dataset x algorithm x seed (columns ``COLUMNS``: the final test
+metric, error for classification and RMSE for regression, fit and predict time, the method's peak
+memory, model size, ``at_baseline``, what "auto" chose: ``bandwidth``, ``reg``, ``n_features`` =
+random features / centres / non-empty bins, ``iterations``), then per dataset the reference rows.
+``aggregate_table``: mean ± std over seeds; ``wide_table``: algorithms x datasets.
+``write_tables(..., run_ids=...)`` keeps only the runs the import job listed (``imported.json``).
 """
 
 from __future__ import annotations
@@ -35,8 +26,16 @@ COLUMNS = ["dataset", "algorithm", "estimator", "seed", "metric", "value", "at_b
            "model_size_mb", "bandwidth", "reg", "l1_reg", "n_features", "iterations",
            "baseline_value",
            "n_train", "d", "device", "run_id"]
-WIDE_QUANTITIES = (("value", "error"), ("train_time_s", "fit s"), ("predict_time_s", "predict s"),
-                   ("model_size_mb", "size MB"))
+FINAL_COLUMNS = ("value", "test_accuracy", "test_r2", "train_time_s", "predict_time_s",
+                 "peak_mem_mb", "model_size_mb", "baseline_value")  # metrics.final.*
+AGGREGATES = {"seeds": ("seed", "count"), "value_mean": ("value", "mean"),  # aggregate_table
+              "value_std": ("value", "std"), "at_baseline": ("at_baseline", "any"),
+              "train_time_s_mean": ("train_time_s", "mean"),
+              "predict_time_s_mean": ("predict_time_s", "mean"),
+              "peak_mem_mb_max": ("peak_mem_mb", "max"),
+              "model_size_mb_mean": ("model_size_mb", "mean")}
+WIDE_QUANTITIES = (("value_mean", None), ("train_time_s_mean", "fit s"),  # None: the metric
+                   ("predict_time_s_mean", "predict s"), ("model_size_mb_mean", "size MB"))
 
 
 def run_ids_from_import(path) -> dict[str, str]:
@@ -86,11 +85,9 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
     if runs is None or len(runs) == 0:
         return pd.DataFrame(columns=COLUMNS)
 
-    def col(*names, default=None):
-        for name in names:  # newer imports first, then the names of older ones
-            if name in runs.columns:
-                return runs[name]
-        return pd.Series([default] * len(runs), index=runs.index)
+    def col(*names, default=None):  # newer imports' names first, then older ones'
+        name = next((n for n in names if n in runs.columns), None)
+        return runs[name] if name else pd.Series([default] * len(runs), index=runs.index)
 
     def num(*names):
         return pd.to_numeric(col(*names), errors="coerce")
@@ -102,22 +99,13 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
         "estimator": col("params.estimator").fillna(col("tags.algorithm")),
         "seed": num("tags.seed").astype("Int64"),
         "metric": col("tags.metric"),
-        "value": num("metrics.final.value"),
         "at_baseline": col("tags.at_baseline", default="False").map(_flag),
-        "test_accuracy": num("metrics.final.test_accuracy"),
-        "test_r2": num("metrics.final.test_r2"),
-        "train_time_s": num("metrics.final.train_time_s"),
-        "predict_time_s": num("metrics.final.predict_time_s"),
-        "peak_mem_mb": num("metrics.final.peak_mem_mb"),
-        "model_size_mb": num("metrics.final.model_size_mb"),
-        "bandwidth": num("params.chosen.bandwidth"),
-        "reg": num("params.chosen.reg"),
-        "l1_reg": num("params.chosen.l1_reg"),  # RB-CD's L1 weight (its reg column is empty)
+        **{c: num(f"metrics.final.{c}") for c in FINAL_COLUMNS},
+        **{c: num(f"params.chosen.{c}") for c in ("bandwidth", "reg", "l1_reg")},
         # RFF and Nystrom: n_components; Random Binning: its non-empty bins; DSG: blocks x size
         "n_features": num("params.chosen.n_components").fillna(num("params.chosen.n_features_out"))
         .fillna(num("metrics.n_blocks") * num("params.chosen.block_size")).astype("Int64"),
         "iterations": num("params.chosen.iterations").astype("Int64"),
-        "baseline_value": num("metrics.final.baseline_value"),
         "n_train": num("params.n_train", "metrics.final.n_train").astype("Int64"),
         "d": num("params.d", "metrics.final.d").astype("Int64"),
         "device": col("tags.device"),
@@ -147,18 +135,10 @@ def summary_table(runs: pd.DataFrame, run_ids=None) -> pd.DataFrame:
 
 def aggregate_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over seeds per dataset x algorithm (``at_baseline``: any seed at it)."""
-    cols = ["dataset", "algorithm", "metric", "seeds", "value_mean", "value_std", "at_baseline",
-            "train_time_s_mean", "predict_time_s_mean", "peak_mem_mb_max", "model_size_mb_mean"]
+    keys = ["dataset", "algorithm", "metric"]
     if len(summary) == 0:
-        return pd.DataFrame(columns=cols)
-    g = summary.groupby(["dataset", "algorithm", "metric"], dropna=False, sort=False)
-    out = g.agg(seeds=("seed", "count"), value_mean=("value", "mean"),
-                value_std=("value", "std"), at_baseline=("at_baseline", "any"),
-                train_time_s_mean=("train_time_s", "mean"),
-                predict_time_s_mean=("predict_time_s", "mean"),
-                peak_mem_mb_max=("peak_mem_mb", "max"),
-                model_size_mb_mean=("model_size_mb", "mean")).reset_index()
-    return out[cols]
+        return pd.DataFrame(columns=keys + list(AGGREGATES))
+    return summary.groupby(keys, dropna=False, sort=False).agg(**AGGREGATES).reset_index()
 
 
 def wide_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -170,9 +150,6 @@ def wide_table(summary: pd.DataFrame) -> pd.DataFrame:
     agg = aggregate_table(summary)
     if len(agg) == 0:
         return pd.DataFrame(columns=["algorithm"])
-    agg = agg.rename(columns={"value_mean": "value", "train_time_s_mean": "train_time_s",
-                              "predict_time_s_mean": "predict_time_s",
-                              "model_size_mb_mean": "model_size_mb"})
     names = list(dict.fromkeys(agg["algorithm"]))
     order = [a for a in names if not is_reference(a)] \
         + [a for a in names if is_reference(a) and a != BASELINE] + [BASELINE]
@@ -181,8 +158,7 @@ def wide_table(summary: pd.DataFrame) -> pd.DataFrame:
         g = g.set_index("algorithm")
         metric = str(g["metric"].iloc[0]).replace("test_", "")
         for q, label in WIDE_QUANTITIES:
-            name = f"{dataset}: {metric if q == 'value' else label}"
-            out[name] = out["algorithm"].map(g[q])
+            out[f"{dataset}: {label or metric}"] = out["algorithm"].map(g[q])
         out[f"{dataset}: at_baseline"] = out["algorithm"].map(g["at_baseline"])
     return out
 

@@ -1,37 +1,27 @@
 """MLflow import of run folders (see ``train_run``), idempotent.
 
 Training jobs never talk to MLflow: they write run folders. One job creates the tracking store
-(``init_store``: a fresh SQLite database must not be created by several processes at once), then one
-job imports every finished run folder (``import_runs``). Each MLflow run gets:
+(``init_store``), then one job imports every finished run folder (``import_runs``). Each MLflow run
+gets:
 
-* its real start and end time (``final.json``'s ``started_at`` / ``finished_at``: the Duration
-  column is the job's wall time, resumes included);
-* params: what was run (``params.json``: estimator parameters as ``params.*``) and the run's
-  constants (``n_train``, ``n_test``, ``d``, ``segments``, ``n_iter``, host, version, ...): they
-  are not metrics, so they do not fill the charts view; what the estimator chose for its "auto"
-  settings (``final.json``'s ``chosen``) as ``chosen.<name>`` (``chosen.reg``,
-  ``chosen.bandwidth``, ``chosen.eta0``, ...);
-* metrics: per segment (``step`` = segment, with its wall-clock timestamp) the test metrics,
-  ``objective``, ``iter`` and ``time_s``; the solver's per-iteration history as ``history.*``
-  (``step`` = iteration); ``final.*`` for the final numbers (test metric, fit / predict time, the
-  method's peak memory, model size, trivial baseline); the job's CPU, memory and GPU use
-  (``system_metrics.csv``) as MLflow's system metrics ``system/<name>``, with their steps and
-  timestamps. All through ``log_batch``, batched;
-* the fitted estimator as an MLflow model (``mlflow.sklearn``: ``mlflow.pyfunc.load_model(
-  "runs:/<run id>/model")`` predicts with it; loading needs kernelscale installed);
+* its start and end time: ``final.json``'s ``started_at`` / ``finished_at``;
+* params: ``params.json`` (estimator parameters as ``params.*``), the run's constants from
+  ``final.json`` (``n_train``, ``n_test``, ``d``, ``segments``, ``n_iter``, host, version, ...) and
+  what the estimator chose for its "auto" settings as ``chosen.<name>``;
+* metrics: per segment (``step`` = segment, with its timestamp) the test metrics, ``objective``,
+  ``iter`` and ``time_s``; the solver's history as ``history.*`` (``step`` = iteration);
+  ``final.*`` for the final numbers; ``system_metrics.csv`` as ``system/<name>``; all through
+  batched ``log_batch`` calls;
+* the fitted estimator as an MLflow model (``mlflow.sklearn``; ``runs:/<run id>/model``);
 * the prepared dataset as an input (name, path, digest of its ``meta.json``);
-* tags: ``dataset``, ``algorithm``, ``seed``, ``device``, ``metric``, ``at_baseline``, the git
-  commit (``mlflow.source.git.commit``) and the config hash (``kernelscale.config_hash``), which
-  the pipeline passes in the environment (``KERNELSCALE_GIT_COMMIT``, ``KERNELSCALE_CONFIG_HASH``:
-  a new commit must not re-run the import job, as a rule param would);
-* with ``parent_name``, a parent run (one per pipeline invocation, i.e. per import job) holding
-  the config's runs as children.
+* tags: ``dataset``, ``algorithm``, ``seed``, ``device``, ``metric``, ``at_baseline``, and the git
+  commit and config hash passed in the environment (``KERNELSCALE_GIT_COMMIT``,
+  ``KERNELSCALE_CONFIG_HASH``);
+* with ``parent_name``, a parent run (one per import job) holding the config's runs as children.
 
 Each MLflow run is tagged with its run-folder key (``dataset/algorithm/seedN``), the folder's
-absolute path and a content hash; importing again skips runs whose hash is unchanged and replaces
-runs whose folder changed, so there is never more than one MLflow run per run folder (two checkouts
-sharing one store keep their own runs). The hash is the last thing written to a run: an import
-killed half-way leaves a run without it, which the next import redoes.
+absolute path and a content hash, set last; importing again skips runs whose hash is unchanged and
+replaces the others, so there is at most one MLflow run per run folder.
 """
 
 from __future__ import annotations
@@ -39,7 +29,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import logging
 import math
+import os
+import pickle
+import time
+import warnings
 from pathlib import Path
 
 from .system_metrics import read_rows
@@ -49,13 +44,20 @@ HASH_TAG = "kernelscale.content_hash"
 HASHED_FILES = ("final.json", "metrics.csv", "params.json")
 ARTIFACT_SKIP = ("checkpoint.pkl",)
 _BATCH = 900  # log_batch accepts at most 1000 metrics per call
+FINAL_METRICS = ("value", "objective", "train_time_s", "eval_time_s", "predict_time_s",
+                 "peak_mem_mb", "peak_rss_mb", "model_size_mb", "baseline_value")
+STEP_PARAMS = ("test_rows",)  # per-segment columns that are settings, not measurements
+HISTORY_MAX_ROWS = 20000  # longer histories are thinned evenly (the last row always kept)
+GIT_ENV, CONFIG_HASH_ENV = "KERNELSCALE_GIT_COMMIT", "KERNELSCALE_CONFIG_HASH"
+KIND_TAG = "kernelscale.kind"
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+SQLITE = "sqlite:///"
 
 
 def artifact_root_for(uri: str) -> str | None:
     """Artifacts of a ``sqlite:///path/mlflow.db`` store go beside it in ``mlartifacts/``."""
-    if uri.startswith("sqlite:///"):
-        db = Path(uri[len("sqlite:///"):])
-        return (db.resolve().parent / "mlartifacts").as_uri()
+    if uri.startswith(SQLITE):
+        return (Path(uri[len(SQLITE):]).resolve().parent / "mlartifacts").as_uri()
     return None
 
 
@@ -67,8 +69,8 @@ def _client(uri: str):
 
 def init_store(uri: str, experiment: str) -> str:
     """Create the tracking store (database tables) and the experiment; returns the experiment id."""
-    if uri.startswith("sqlite:///"):
-        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    if uri.startswith(SQLITE):
+        Path(uri[len(SQLITE):]).parent.mkdir(parents=True, exist_ok=True)
     client = _client(uri)
     exp = client.get_experiment_by_name(experiment)
     if exp is not None:
@@ -87,10 +89,14 @@ def runs_table_url(uri: str, experiment: str, server: str = "http://127.0.0.1:50
             "?workflowType=machine_learning")
 
 
+def run_folders(paths) -> list[Path]:
+    """The run folders of ``paths``: run folders or their ``final.json``."""
+    return [Path(d).parent if Path(d).name == "final.json" else Path(d) for d in paths]
+
+
 def run_folder_key(run_dir: Path) -> str:
     """``dataset/algorithm/seedN`` from ``.../runs/dataset/algorithm/seedN``."""
-    run_dir = Path(run_dir)
-    return "/".join(run_dir.resolve().parts[-3:])
+    return "/".join(Path(run_dir).resolve().parts[-3:])
 
 
 def content_hash(run_dir: Path) -> str:
@@ -103,9 +109,8 @@ def content_hash(run_dir: Path) -> str:
     return h.hexdigest()
 
 
-def _num(v):
-    if v is None or v == "":
-        return None
+def _num(v) -> float | None:
+    """``v`` as a finite float, else None (None, "", text, nan, inf)."""
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -122,15 +127,6 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
         else:
             out[key] = str(v)[:6000]
     return out
-
-
-FINAL_METRICS = ("value", "objective", "train_time_s", "eval_time_s", "predict_time_s",
-                 "peak_mem_mb", "peak_rss_mb", "model_size_mb", "baseline_value")
-STEP_PARAMS = ("test_rows",)  # per-segment columns that are settings, not measurements
-HISTORY_MAX_ROWS = 20000  # longer histories are thinned evenly (the last row always kept)
-GIT_ENV, CONFIG_HASH_ENV = "KERNELSCALE_GIT_COMMIT", "KERNELSCALE_CONFIG_HASH"
-KIND_TAG = "kernelscale.kind"
-EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 
 def _read_json(path: Path) -> dict:
@@ -157,12 +153,9 @@ def run_records(run_dir: Path):
             for row in csv.DictReader(f):
                 step = int(float(row["step"]))
                 ts = int(float(row.get("timestamp_ms") or 0))
-                for k, v in row.items():
-                    if k in ("step", "timestamp_ms") or k in STEP_PARAMS:
-                        continue
-                    x = _num(v)
-                    if x is not None:
-                        steps.append((k, x, ts, step))
+                steps += [(k, x, ts, step) for k, v in row.items()
+                          if k not in ("step", "timestamp_ms", *STEP_PARAMS)
+                          and (x := _num(v)) is not None]
     return params, steps, final
 
 
@@ -184,40 +177,21 @@ def history_metrics(run_dir: Path, steps, default_ts: int) -> list[tuple]:
         it = _num(row.get("iter"))
         step = int(it) if it is not None else i + 1
         ts = next((t for end, t in seg_ends if end >= step), default_ts) or default_ts
-        for k, v in row.items():
-            x = _num(v)
-            if k != "iter" and x is not None:
-                out.append((f"history.{k}", x, ts, step))
+        out += [(f"history.{k}", x, ts, step) for k, v in row.items()
+                if k != "iter" and (x := _num(v)) is not None]
     return out
 
 
 def provenance_tags() -> dict[str, str]:
     """Git commit and config hash handed over by the pipeline (environment), as MLflow tags."""
-    import os
-
-    tags = {}
-    if os.environ.get(GIT_ENV):
-        tags["mlflow.source.git.commit"] = os.environ[GIT_ENV]
-    if os.environ.get(CONFIG_HASH_ENV):
-        tags["kernelscale.config_hash"] = os.environ[CONFIG_HASH_ENV]
-    return tags
-
-
-def _constants(final: dict) -> dict[str, str]:
-    """The numbers of final.json that describe the run rather than measure it: MLflow params."""
-    skip = set(FINAL_METRICS) | {"finished_at", "started_at", "at_baseline"}
-    return {k: str(v) for k, v in final.items()
-            if k not in skip and (not k.startswith("test_") or k in STEP_PARAMS) and v is not None
-            and not isinstance(v, (dict, list))}
+    return {tag: os.environ[env] for tag, env in (("mlflow.source.git.commit", GIT_ENV),
+                                                  ("kernelscale.config_hash", CONFIG_HASH_ENV))
+            if os.environ.get(env)}
 
 
 def _log_model(client, rid: str, run_dir: Path) -> str | None:
     """The fitted estimator as an MLflow (sklearn-flavour) model named ``model``; None (and a
     line on stdout) if it cannot be logged: the run keeps ``model.pkl`` as an artifact then."""
-    import logging
-    import pickle
-    import warnings
-
     # its per-model warning about pickle formats: model.pkl is a pickle already, said in the README
     logging.getLogger("mlflow.sklearn").setLevel(logging.ERROR)
     try:
@@ -247,8 +221,6 @@ def _log_model(client, rid: str, run_dir: Path) -> str | None:
 
 
 def _log_dataset(client, rid: str, final: dict) -> None:
-    import warnings
-
     if not final.get("data_dir"):
         return
     from mlflow.data.dataset_source_registry import resolve_dataset_source
@@ -274,33 +246,28 @@ def _import_one(client, exp_id: str, run_dir: Path, key: str, digest: str,
         start_ms = int(float(final["started_at"]) * 1000)
     else:  # run folders of older versions: the first segment's end is the best we know
         start_ms = min([s[2] for s in steps if s[2]] or [finished_ms])
-    # HASH_TAG is set last, after everything else is logged: an import killed half-way leaves a
-    # run without it, which the next import replaces instead of calling it "unchanged"
-    tags = {KEY_TAG: key, KIND_TAG: "run", "dataset": str(final.get("dataset")),
-            "algorithm": str(final.get("algorithm")), "seed": str(final.get("seed")),
-            "device": str(final.get("device")), "metric": str(final.get("metric")),
+    tags = {KEY_TAG: key, KIND_TAG: "run",
+            **{k: str(final.get(k)) for k in ("dataset", "algorithm", "seed", "device", "metric")},
             "at_baseline": str(bool(final.get("at_baseline"))),
-            "run_folder": str(Path(run_dir).resolve()), **provenance_tags()}
-    if parent_id:
-        tags["mlflow.parentRunId"] = parent_id
-    run = client.create_run(exp_id, start_time=start_ms, tags=tags, run_name=key)
-    rid = run.info.run_id
+            "run_folder": str(Path(run_dir).resolve()), **provenance_tags(),
+            **({"mlflow.parentRunId": parent_id} if parent_id else {})}
+    rid = client.create_run(exp_id, start_time=start_ms, tags=tags, run_name=key).info.run_id
     flat = {k: v for k, v in _flatten(params).items() if k not in ("params",)}
-    for k, v in _constants(final).items():
-        flat.setdefault(k, v)  # params.json's value wins: MLflow params cannot change
+    skip = set(FINAL_METRICS) | {"finished_at", "started_at", "at_baseline"}
+    for k, v in final.items():  # the run's constants; params.json's value wins
+        if k not in skip and (not k.startswith("test_") or k in STEP_PARAMS) and v is not None \
+                and not isinstance(v, (dict, list)):
+            flat.setdefault(k, str(v))
     if isinstance(final.get("chosen"), dict):  # the values behind params.* = "auto"
         flat.update(_flatten(final["chosen"], "chosen."))
     plist = [Param(k, v) for k, v in flat.items()]
-    metrics = [Metric(k, v, ts, step) for k, v, ts, step in steps]
-    metrics += [Metric(k, v, ts, step)
-                for k, v, ts, step in history_metrics(run_dir, steps, finished_ms)]
+    metrics = [Metric(k, v, ts, step) for k, v, ts, step in
+               steps + history_metrics(run_dir, steps, finished_ms)]
     metrics += [Metric(f"system/{k}", v, ts, step) for k, v, ts, step in read_rows(run_dir)]
     last_step = int(final.get("segments") or 0)
-    for k, v in final.items():
-        x = _num(v) if not isinstance(v, bool) else None
-        if x is not None and (k in FINAL_METRICS or k.startswith("test_")) \
-                and k not in STEP_PARAMS:
-            metrics.append(Metric(f"final.{k}", x, finished_ms, last_step))
+    metrics += [Metric(f"final.{k}", x, finished_ms, last_step) for k, v in final.items()
+                if (k in FINAL_METRICS or k.startswith("test_")) and k not in STEP_PARAMS
+                and not isinstance(v, bool) and (x := _num(v)) is not None]
     for i in range(0, max(len(plist), 1), 100):
         client.log_batch(rid, params=plist[i:i + 100])
     for i in range(0, len(metrics), _BATCH):
@@ -309,37 +276,33 @@ def _import_one(client, exp_id: str, run_dir: Path, key: str, digest: str,
     logged_model = _log_model(client, rid, run_dir)
     # the model's fluent run context ended the run; it is not complete until HASH_TAG is set
     client.update_run(rid, status="RUNNING")
-    for p in sorted(Path(run_dir).iterdir()):
-        if not p.is_file() or p.name in ARTIFACT_SKIP or p.name.endswith(".tmp"):
-            continue
-        if p.name == "model.pkl" and logged_model:  # already there as the MLflow model
-            continue
-        client.log_artifact(rid, str(p))
+    for p in sorted(Path(run_dir).iterdir()):  # model.pkl: logged as the MLflow model, if it was
+        if p.is_file() and p.name not in ARTIFACT_SKIP and not p.name.endswith(".tmp") \
+                and not (p.name == "model.pkl" and logged_model):
+            client.log_artifact(rid, str(p))
     # after the model (whose fluent run context ends the run "now"): the job's real end time
     client.set_terminated(rid, status="FINISHED", end_time=finished_ms or None)
-    client.set_tag(rid, HASH_TAG, digest)  # last: marks the run complete
+    # last: an import killed before it leaves a run that the next import replaces
+    client.set_tag(rid, HASH_TAG, digest)
     return rid
 
 
 def pipeline_run_name() -> str:
     """``pipeline <date time> config <hash>``: the parent run of one pipeline invocation."""
-    import os
-    import time
-
     return (f"pipeline {time.strftime('%Y-%m-%d %H:%M:%S')} "
             f"config {os.environ.get(CONFIG_HASH_ENV) or '?'}")
 
 
-def _pipeline_parent(client, exp_id: str, name: str, starts, ends) -> str:
-    """One parent run for this pipeline invocation (its span: first start to last end)."""
-    import time
-
-    now = int(time.time() * 1000)
-    tags = {KIND_TAG: "pipeline", **provenance_tags()}
-    run = client.create_run(exp_id, start_time=min(starts, default=now), tags=tags,
-                            run_name=name)
-    client.set_terminated(run.info.run_id, status="FINISHED", end_time=max(ends, default=now))
-    return run.info.run_id
+def _pipeline_parent(client, exp_id: str, name: str, dirs) -> str:
+    """One parent run for this pipeline invocation (its span: the first start to the last end of
+    the run folders ``dirs``)."""
+    finals, now = [_read_json(d / "final.json") for d in dirs], int(time.time() * 1000)
+    start = min((int(f["started_at"] * 1000) for f in finals if f.get("started_at")), default=now)
+    end = max((int(f["finished_at"] * 1000) for f in finals if f.get("finished_at")), default=now)
+    rid = client.create_run(exp_id, start_time=start, run_name=name,
+                            tags={KIND_TAG: "pipeline", **provenance_tags()}).info.run_id
+    client.set_terminated(rid, status="FINISHED", end_time=end)
+    return rid
 
 
 def import_runs(uri: str, experiment: str, run_dirs, parent_name: str | None = None
@@ -358,21 +321,11 @@ def import_runs(uri: str, experiment: str, run_dirs, parent_name: str | None = N
         k = r.data.tags.get(KEY_TAG)
         if k:
             existing.setdefault((k, r.data.tags.get("run_folder")), []).append(r)
-    dirs = []
-    for d in run_dirs:
-        d = Path(d)
-        if d.name == "final.json":
-            d = d.parent
+    dirs = run_folders(run_dirs)
+    for d in dirs:
         if not (d / "final.json").is_file():
             raise FileNotFoundError(f"{d}: no final.json (run not finished)")
-        dirs.append(d)
-    parent_id = None
-    if parent_name:
-        finals = [_read_json(d / "final.json") for d in dirs]
-        parent_id = _pipeline_parent(
-            client, exp_id, parent_name,
-            [int(f["started_at"] * 1000) for f in finals if f.get("started_at")],
-            [int(f["finished_at"] * 1000) for f in finals if f.get("finished_at")])
+    parent_id = _pipeline_parent(client, exp_id, parent_name, dirs) if parent_name else None
     out = []
     for d in dirs:
         key, digest = run_folder_key(d), content_hash(d)

@@ -3,39 +3,28 @@
 ``train(...)`` fits algorithm ``algorithm`` (a ``config.yaml`` entry: registry name, params,
 device, segments) on a prepared dataset and writes ``out_dir``:
 
-* ``params.json``   what was run (dataset, algorithm, estimator, seed, device, all estimator params)
-* ``metrics.csv``   one row per segment: step, iter, time_s (training wall time so far),
-                    timestamp_ms, objective (when the solver reports one), test metrics
-* ``history.csv``   the estimator's ``history_`` (per-iteration objective etc.), when it has one
-* ``model.pkl``     the fitted estimator (pickle)
-* ``system_metrics.csv`` CPU, memory and (where present) GPU use while fitting and
-                    evaluating, sampled every few seconds (``system_metrics``)
-* ``final.json``    final test metric, train time, predict time (the final evaluation of the whole
-                    test set), the method's peak memory, model size, the trivial baseline (see
-                    ``trivial_baseline``), device, sizes, and under ``chosen`` what the estimator
-                    chose for its "auto" settings (``chosen.chosen_settings``: bandwidth, reg,
-                    step size, ...); written LAST, so its presence means the run is complete
-* ``checkpoint.pkl`` while running: estimator + rows after each finished segment; removed at the end
+* ``params.json``: what was run (dataset, algorithm, estimator, seed, device, estimator params)
+* ``metrics.csv``: one row per segment: step, iter, time_s (training wall time so far),
+  timestamp_ms, objective (when the solver reports one), test metrics
+* ``history.csv``: the estimator's ``history_`` (per iteration), when it has one
+* ``model.pkl``: the fitted estimator (pickle); ``input_example.npy``: the first test rows
+* ``system_metrics.csv``: CPU, memory and GPU use while fitting and evaluating (``system_metrics``)
+* ``final.json``: final test metric, fit and predict time (the whole test set), the method's
+  peak memory, model size, the trivial baseline, device, sizes, and under ``chosen`` what the
+  "auto" settings chose (``chosen.chosen_settings``); written last: the run is complete
+* ``checkpoint.pkl``: while running, estimator + rows after each finished segment
 
 Iterative estimators (class attribute ``iterative = True``) are fitted in ``segments`` warm-started
-calls of ``n_iter`` iterations each; the test metric is evaluated (in chunks) after every segment
+calls of ``n_iter`` iterations each; after every segment the test metric is evaluated (in chunks)
 and a checkpoint is written. Intermediate evaluations use the first ``step_test_rows`` test rows
-(default 10,000; 0 = all; column ``test_rows``), the last one always the whole test set.
-Rerunning after a kill loads the checkpoint and continues with the next segment. A checkpoint
-whose run description differs (other params, seed or data) is ignored.
+(default 10,000; 0 = all; column ``test_rows``), the last one the whole test set. A rerun after a
+kill continues from the checkpoint, unless its run description (params, seed, data) differs.
 
 ``dask_scheduler`` ("local", "slurm" or a scheduler address; config ``dask:``) runs the chunked work
-of the fit and the evaluations on a dask cluster (``kernelscale.spread``). Results do not
-depend on it, so it is not part of the run description. The dataset is opened (and verified)
-before the cluster starts; once it is up, every worker must read the dataset's first rows as the
-job does (``spread.cluster.check_workers_read``), else a one-line error before the fit.
-
-A run that fails before it has anything to resume (an unreachable scheduler, worker jobs that
-never start, workers that cannot read the dataset, a bad dataset) leaves no run folder behind
-when the job created it (``failed_start_leaves_nothing``); a folder that was there before (made
-by Snakemake, or holding an earlier run's checkpoint) is left as it was, less the ``*.tmp``
-files of interrupted writes. A run that fails after a finished segment keeps its checkpoint (a
-rerun resumes); ``final.json`` appears only when a run is complete.
+on a dask cluster (``kernelscale.spread``); results do not depend on it, so it is not part of the
+run description. Every worker must read the dataset's first rows as the job does
+(``spread.cluster.check_workers_read``), else a one-line error before the fit. A run that fails
+before it has anything to resume leaves no run folder it created (``failed_start_leaves_nothing``).
 """
 
 from __future__ import annotations
@@ -50,12 +39,17 @@ import platform
 import shutil
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+import numpy as np
+from tqdm import tqdm
+
 from .. import __version__
+from ..backend import resolve_device
 from ..budget import MB, lifetime_peak_rss_bytes, peak_rss_bytes, reset_peak_rss, rss_bytes
 from ..spread.cluster import check_workers_read, client_from_setting, current_client, use_client
+from . import registry
 from .chosen import chosen_settings
 from .evaluate import evaluate, primary_metric
 from .runs import entry_defaults
@@ -64,22 +58,14 @@ from .system_metrics import SystemSampler
 CHECKPOINT = "checkpoint.pkl"
 
 
-# ----------------------------------------------------------------------------- helpers
 def open_prepared(data_dir: str | Path):
     """(meta, arrays) of a prepared dataset folder (``meta.json`` + ``data.zarr``)."""
+    from .data import open_prepared as _open  # the data stage's reader
+
     data_dir = Path(data_dir)
     if not (data_dir / "meta.json").is_file():
         raise FileNotFoundError(f"{data_dir}/meta.json not found: prepare the dataset first")
-    try:
-        from .data import open_prepared as _open  # the data stage's reader
-    except ImportError:
-        _open = None
-    if _open is not None:
-        return _open(data_dir)
-    import zarr  # fallback while kernelscale.pipeline.data is absent: the documented layout
-
-    meta = json.loads((data_dir / "meta.json").read_text())
-    return meta, zarr.open_group(str(data_dir / "data.zarr"), mode="r")
+    return _open(data_dir)
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -89,10 +75,6 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    _atomic_write_bytes(path, text.encode())
 
 
 def _jsonable(v):
@@ -130,8 +112,6 @@ def trivial_baseline(task: str, y_train, y_test) -> dict:
     """What a model that ignores X scores on the test set: the majority class of the training
     labels (classification, error) or their mean (regression, RMSE). A model near this value has
     learned nothing."""
-    import numpy as np
-
     y_train, y_test = np.asarray(y_train[:]), np.asarray(y_test[:])
     if task == "regression":
         mean = float(np.mean(y_train))
@@ -149,46 +129,17 @@ AT_BASELINE_MARGIN = 0.02
 def at_baseline(value, baseline_value, margin: float = AT_BASELINE_MARGIN) -> bool:
     """True when ``value`` (error or RMSE, lower is better) is not at least ``margin`` (relative)
     better than the trivial baseline: such a model is no better than ignoring the inputs."""
-    if value is None or baseline_value is None:
-        return False
-    return float(value) >= (1.0 - margin) * float(baseline_value)
+    return (value is not None and baseline_value is not None
+            and float(value) >= (1.0 - margin) * float(baseline_value))
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
-
-
-def _write_input_example(path: Path, X_test, rows: int = 5) -> None:
-    """A few test rows: the MLflow model's input example and signature (the import job does not
-    open the dataset)."""
-    import numpy as np
-
-    buf = io.BytesIO()
-    np.save(buf, np.asarray(X_test[:rows]))
-    _atomic_write_bytes(path, buf.getvalue())
-
-
-def _file_digest(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def _history_rows(history) -> list[dict]:
-    if not isinstance(history, dict) or not history:
-        return []
-    n = min(len(v) for v in history.values())
-    keys = list(history)
-    return [{k: _jsonable(history[k][i]) for k in keys} for i in range(n)]
+    """``rows`` as CSV, the columns in order of first appearance, written atomically."""
+    text = io.StringIO()
+    w = csv.DictWriter(text, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+    w.writeheader()
+    w.writerows(rows)
+    _atomic_write_bytes(path, text.getvalue().encode())
 
 
 def _last(history, key):
@@ -198,35 +149,9 @@ def _last(history, key):
     return None
 
 
-class _Progress:
-    """tqdm bar on a terminal, plain lines otherwise (log files)."""
-
-    def __init__(self, total: int, initial: int, desc: str):
-        self.bar = None
-        if sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, initial=initial, desc=desc, unit="seg")
-
-    def update(self, line: str) -> None:
-        if self.bar is not None:
-            self.bar.set_postfix_str(line, refresh=False)
-            self.bar.update(1)
-        else:
-            print(line, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-# ----------------------------------------------------------------------------- training
 def build_estimator(spec: dict, task: str, seed: int):
     """Estimator of a config algorithm entry, seeded, on its device (the entry's ``device`` is
     the engine's), warm-startable if iterative; returns (estimator, device it will run on)."""
-    from ..backend import resolve_device
-    from . import registry
-
     est = registry.make_estimator(spec["estimator"], task, **dict(spec.get("params") or {}))
     names = est.get_params(deep=False)
     device = spec.get("device", entry_defaults()["device"])
@@ -257,17 +182,15 @@ def train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, *,
     """Run (or resume) one training run; returns final.json's content, or None when stopped early
     by ``stop_after`` (number of segments to do in this call; for tests and debugging).
     ``dask_scheduler``/``dask_workers``: see ``spread.client_from_setting``; None keeps the
-    caller's ``use_client`` setting. A failure before there is anything to resume leaves no run
-    folder this call created (``failed_start_leaves_nothing``)."""
-    with failed_start_leaves_nothing(out_dir):
-        # the dataset first: a bad one fails in seconds, not after the cluster's start
-        prepared = open_prepared(data_dir)
-        if dask_scheduler is not None:
-            with client_from_setting(dask_scheduler, dask_workers) as client, use_client(client):
-                check_workers_read(client, prepared[1])  # a worker without the data: one line
-                return _train(data_dir, out_dir, prepared, algorithm, spec, seed, stop_after,
-                              eval_chunk_rows)
-        check_workers_read(current_client(), prepared[1])  # a caller's use_client, if any
+    caller's ``use_client`` setting."""
+    with failed_start_leaves_nothing(out_dir), ExitStack() as stack:
+        prepared = open_prepared(data_dir)  # before the cluster: a bad dataset fails in seconds
+        if dask_scheduler is None:
+            client = current_client()  # a caller's use_client, if any
+        else:
+            client = stack.enter_context(client_from_setting(dask_scheduler, dask_workers))
+            stack.enter_context(use_client(client))
+        check_workers_read(client, prepared[1])  # a worker without the data: one line
         return _train(data_dir, out_dir, prepared, algorithm, spec, seed, stop_after,
                       eval_chunk_rows)
 
@@ -276,9 +199,7 @@ def train(data_dir, out_dir, algorithm: str, spec: dict, seed: int, *,
 def failed_start_leaves_nothing(out_dir):
     """On an exception in the block: remove the run folder ``out_dir`` if the block created it and
     it holds nothing to resume (no checkpoint, no final.json), else only the ``*.tmp`` files of
-    interrupted writes. A failed start (unreachable scheduler, stuck Slurm queue, workers that
-    cannot read the data, bad dataset) thus leaves nothing a rerun or the tables could take for
-    a result; a folder that was there before (Snakemake makes the outputs' folders) stays."""
+    interrupted writes; then re-raise."""
     out = Path(out_dir)
     made = not out.exists()
     try:
@@ -311,6 +232,7 @@ def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
         raise ValueError(f"algorithm {algorithm!r}: segments must be >= 1, got {segments}")
     key = run_key(meta, algorithm, spec, seed)
     dataset = meta.get("name", data_dir.name)
+    name = f"{dataset}/{algorithm}/seed{seed}"
     X, y = arrays["X_train"], arrays["y_train"]
     Xt, yt = arrays["X_test"], arrays["y_test"]
     chunk = eval_chunk_rows or meta.get("chunk_rows")
@@ -322,8 +244,7 @@ def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
     ckpt = out / CHECKPOINT
     if ckpt.is_file():
         try:
-            with open(ckpt, "rb") as f:
-                saved = pickle.load(f)
+            saved = pickle.loads(ckpt.read_bytes())
         except Exception as e:  # a torn or foreign file: start over, say so
             print(f"warning: ignoring unreadable checkpoint {ckpt} "
                   f"({' '.join(str(e).split()) or type(e).__name__}); starting over", flush=True)
@@ -339,15 +260,17 @@ def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
             state = {**state, **saved}  # checkpoints of older versions lack newer keys
             state["resumed"] += 1
             est = state["estimator"]
-            print(f"resuming {dataset}/{algorithm}/seed{seed} from checkpoint after segment "
-                  f"{state['segment']}/{segments}", flush=True)
+            print(f"resuming {name} from checkpoint after segment {state['segment']}/{segments}",
+                  flush=True)
         elif saved:
             print(f"checkpoint {ckpt} belongs to another run description; starting over", flush=True)
 
-    print(f"train {dataset}/{algorithm}/seed{seed}: estimator={spec['estimator']} device={device} "
+    print(f"train {name}: estimator={spec['estimator']} device={device} "
           f"n_train={meta.get('n_train')} d={meta.get('d')} segments={segments}", flush=True)
     metric = primary_metric(task)
-    progress = _Progress(segments, state["segment"], f"{dataset}/{algorithm}/seed{seed}")
+    # a bar on a terminal, plain lines otherwise (log files)
+    progress = tqdm(total=segments, initial=state["segment"], desc=name, unit="seg",
+                    disable=not sys.stderr.isatty())
     done_now = 0
     memory = MethodMemory()
     memory.start()  # after the data is opened and the checkpoint loaded: only fit + predict count
@@ -383,28 +306,41 @@ def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
                 state["peak_rss_mb"] = max(state["peak_rss_mb"], peak_rss_mb())
                 _atomic_write_bytes(ckpt, pickle.dumps(state))
                 write_csv(out / "metrics.csv", state["rows"])
-                progress.update(f"step {row['step']}/{segments} iter={row['iter']} "
-                                f"time={row['time_s']:.2f}s objective={row['objective']} "
-                                f"{metric}={scores[metric]:.5g}")
+                line = (f"step {row['step']}/{segments} iter={row['iter']} "
+                        f"time={row['time_s']:.2f}s objective={row['objective']} "
+                        f"{metric}={scores[metric]:.5g}")
+                if progress.disable:
+                    print(line, flush=True)
+                else:
+                    progress.set_postfix_str(line, refresh=False)
+                    progress.update(1)
     finally:
         progress.close()
 
     last = state["rows"][-1]
-    params = {"dataset": dataset, "algorithm": algorithm, "estimator": spec["estimator"],
-              "seed": int(seed), "device": device, "segments": segments, "iterative": iterative,
+    what = {"dataset": dataset, "algorithm": algorithm, "estimator": spec["estimator"],
+            "seed": int(seed)}
+    params = {**what, "device": device, "segments": segments, "iterative": iterative,
               "params": _jsonable(est.get_params(deep=False))}
-    _atomic_write_text(out / "params.json", json.dumps(params, indent=2, sort_keys=True))
+    _atomic_write_bytes(out / "params.json", json.dumps(params, indent=2, sort_keys=True).encode())
     write_csv(out / "metrics.csv", state["rows"])
-    hist_rows = _history_rows(getattr(est, "history_", None))
-    if hist_rows:
-        write_csv(out / "history.csv", hist_rows)
+    hist = getattr(est, "history_", None)
+    n_hist = min(map(len, hist.values())) if isinstance(hist, dict) and hist else 0
+    if n_hist:
+        write_csv(out / "history.csv",
+                  [{k: _jsonable(v[i]) for k, v in hist.items()} for i in range(n_hist)])
     model_bytes = pickle.dumps(est)
     _atomic_write_bytes(out / "model.pkl", model_bytes)
-    _write_input_example(out / "input_example.npy", Xt)
+    example = io.BytesIO()  # the MLflow model's input example (the import opens no dataset)
+    np.save(example, np.asarray(Xt[:5]))
+    _atomic_write_bytes(out / "input_example.npy", example.getvalue())
+    try:
+        data_digest = hashlib.sha256((data_dir / "meta.json").read_bytes()).hexdigest()
+    except OSError:
+        data_digest = None
     base = trivial_baseline(task, y, yt)
     flagged = at_baseline(last[metric], base["baseline_value"])
-    final = {"dataset": dataset, "algorithm": algorithm, "estimator": spec["estimator"],
-             "seed": int(seed), "task": task, "metric": metric, "value": last[metric],
+    final = {**what, "task": task, "metric": metric, "value": last[metric],
              **{k: v for k, v in last.items() if k.startswith("test_")},
              "objective": last.get("objective"), "n_iter": last.get("iter"),
              "segments": segments, "train_time_s": state["train_time"],
@@ -416,16 +352,16 @@ def _train(data_dir, out_dir, prepared, algorithm: str, spec: dict, seed: int,
              "n_train": meta.get("n_train"), "n_test": meta.get("n_test"), "d": meta.get("d"),
              "resumed": state["resumed"], "host": platform.node(),
              "kernelscale_version": __version__, "data_dir": str(data_dir.resolve()),
-             "data_digest": _file_digest(data_dir / "meta.json"), "started_at": state["started_at"],
+             "data_digest": data_digest, "started_at": state["started_at"],
              "finished_at": time.time()}
     final = _jsonable(final)
-    _atomic_write_text(out / "final.json", json.dumps(final, indent=2))
+    _atomic_write_bytes(out / "final.json", json.dumps(final, indent=2).encode())
     ckpt.unlink(missing_ok=True)
     if flagged:  # the one line a researcher must not miss in the log
-        print(f"WARNING: {dataset}/{algorithm}/seed{seed} is at the trivial baseline: "
+        print(f"WARNING: {name} is at the trivial baseline: "
               f"{metric}={final['value']:.5g} vs {base['baseline']} {base['baseline_value']:.5g} "
               f"(not {AT_BASELINE_MARGIN:.0%} better); it has learned nothing useful", flush=True)
-    print(f"done {dataset}/{algorithm}/seed{seed}: {metric}={final['value']:.5g} "
+    print(f"done {name}: {metric}={final['value']:.5g} "
           f"train_time={final['train_time_s']:.2f}s predict_time={final['predict_time_s'] or 0:.2f}s "
           f"peak_mem={final['peak_mem_mb']:.0f}MB (process {final['peak_rss_mb']:.0f}MB)",
           flush=True)
