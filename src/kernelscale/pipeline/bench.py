@@ -1,21 +1,17 @@
 """``kernelscale bench`` (``make bench``): the scale benchmark. Four measurements, one CSV each,
 one Markdown report, one MLflow run.
 
-1. time to target: every algorithm of ``kernelscale.pipeline.registry.ALGORITHMS`` next to scikit-learn's
-   SVC, Nystroem + RidgeClassifier / SGDClassifier and RBFSampler + SGDClassifier on the same
-   generated data; target = SVC's test error + 0.3 points. Iterative estimators are fitted with
-   ``warm_start=True`` in segments and checked on the test set after each (evaluation time is not
-   counted as fit time);
-2. throughput of random-Fourier feature blocks (``FourierBlocks.features``) and exact kernel
-   blocks (``make_kernel(...)(X, Y)``) as a fraction of the float32 GEMM rate measured in the
-   same run (matmul-equivalent flops: 2 n d D for features, 2 n m d for a kernel block);
-3. cost per epoch as n grows (EigenPro-RF, RFF-SGD, RB-CG; DSG per iteration instead);
-4. peak memory of out-of-core training (subprocess, zarr data >= 10x the budget) against the
-   budget, and its throughput against the same run on in-memory data.
+1. time to target: every registry algorithm next to scikit-learn's SVC, Nystroem +
+   RidgeClassifier / SGDClassifier and RBFSampler + SGDClassifier on the same generated data;
+   target = SVC's test error + 0.3 points; iterative estimators fitted in warm-start segments,
+   the test error checked after each (not counted as fit time);
+2. throughput of random-Fourier feature blocks and exact kernel blocks as a fraction of the
+   float32 GEMM rate measured in the same run (flops: 2 n d D for features, 2 n m d for a block);
+3. cost per epoch as n grows (DSG: per iteration);
+4. peak memory of out-of-core training (subprocess, zarr data) against the budget, and its
+   throughput against the same run on in-memory data.
 
-Timings on a shared machine are noisy: the report records the load average before and after.
-
-Usage::
+The report records the load average before and after. Usage::
 
     kernelscale bench                                  # all sections
     kernelscale bench --sections blocks memory --quick
@@ -37,10 +33,14 @@ import sys
 import tempfile
 import textwrap
 import time
-from dataclasses import asdict, dataclass, field
+import warnings
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+
+from .train_run import write_csv
 
 SECTIONS = ("target", "blocks", "epoch", "memory")
 DEFAULT_URI = "sqlite:///results/bench/mlflow.db"
@@ -67,12 +67,9 @@ class Settings:
     out_dir: str = "results/bench"
     tracking_uri: str | None = DEFAULT_URI   # None: no MLflow
     seed: int = 0
-    extra: dict = field(default_factory=dict)
 
 
-# ---------------------------------------------------------------------------------------------
-# data
-# ---------------------------------------------------------------------------------------------
+# ---- data
 def generated(n: int, d: int, seed: int = 0):
     """Standardised two-class data (scikit-learn's make_classification: 2 clusters per class on
     a 6-D hypercube, 2 % flipped labels), float64."""
@@ -92,16 +89,11 @@ def _load():
         return float("nan")
 
 
-# ---------------------------------------------------------------------------------------------
-# 1. time to target
-# ---------------------------------------------------------------------------------------------
+# ---- 1. time to target
 # Per-algorithm parameters for the race: one warm-start segment per fit call for iterative ones.
 RACE_PARAMS: dict[str, dict] = {
-    # DSG family: the settings validated on digits and used by the pipeline (bandwidth, t0)
     **{v: dict(batch_size=512, block_size=256, n_iter=20, bandwidth="median*0.5", t0=1000,
                engine={"dtype": "float32"}) for v in ("dsg", "udsg", "cdsg")},
-    # kernel EigenPro: each step is a (batch x n) kernel block, so segments of 20 steps, and a
-    # smaller subsample than the paper's 4800 (its eigensystem is set-up time at every n)
     "eigenpro": dict(n_iter=20, subsample_size=2000, n_eigenvectors=100, engine={"dtype": "float32"}),
     "eigenpro_rf": dict(n_iter="1 epochs", n_components=2000, engine={"dtype": "float32"}),
     "kernel_sgd": dict(n_iter=20, subsample_size=2000, engine={"dtype": "float32"}),
@@ -118,10 +110,6 @@ RACE_PARAMS: dict[str, dict] = {
 SKIP = {"libsvm": "same as the SVC reference"}
 
 
-def _error(est, X, y) -> float:
-    return float(np.mean(est.predict(X) != y))
-
-
 def _race(make_segment, Xte, yte, target: float, cap: float, iterative: bool):
     """Fit segment after segment until the test error <= target or ``cap`` seconds of fitting."""
     fit_s, segments, best, err, reached_at = 0.0, 0, math.inf, math.nan, None
@@ -130,22 +118,13 @@ def _race(make_segment, Xte, yte, target: float, cap: float, iterative: bool):
         est = make_segment()
         fit_s += time.perf_counter() - t
         segments += 1
-        err = _error(est, Xte, yte)
+        err = float(np.mean(est.predict(Xte) != yte))
         best = min(best, err)
         if err <= target and reached_at is None:
             reached_at = fit_s
         if reached_at is not None or not iterative or fit_s >= cap:
             return dict(time_to_target_s=reached_at, fit_s=fit_s, test_error=err,
                         best_error=best, segments=segments, reached=reached_at is not None)
-
-
-def _svc(Xtr, ytr, Xte, yte, sigma):
-    from sklearn.svm import SVC
-
-    t = time.perf_counter()
-    svc = SVC(C=1.0, gamma=0.5 / sigma**2, cache_size=1000).fit(Xtr, ytr)
-    fit_s = time.perf_counter() - t
-    return fit_s, _error(svc, Xte, yte)
 
 
 def _sklearn_entries(sigma, seed, n_train):
@@ -164,20 +143,15 @@ def _sklearn_entries(sigma, seed, n_train):
     def features_sgd(transformer):
         def factory(Xtr, ytr):
             feat = transformer.fit(Xtr[:2000])
-            Z = None
             sgd = SGDClassifier(loss="hinge", alpha=1.0 / n_train, random_state=seed)
-            classes = np.unique(ytr)
-
-            class _Model:  # features + SGD, predict for the error check
-                def predict(self, X):
-                    return sgd.predict(feat.transform(X))
+            classes, Z = np.unique(ytr), []
+            model = SimpleNamespace(predict=lambda X: sgd.predict(feat.transform(X)))
 
             def segment():  # one epoch of SGD per segment (features computed in the first)
-                nonlocal Z
-                if Z is None:
-                    Z = feat.transform(Xtr).astype(np.float32)
-                sgd.partial_fit(Z, ytr, classes=classes)
-                return _Model()
+                if not Z:
+                    Z.append(feat.transform(Xtr).astype(np.float32))
+                sgd.partial_fit(Z[0], ytr, classes=classes)
+                return model
             return segment
         return factory
 
@@ -191,34 +165,35 @@ def _sklearn_entries(sigma, seed, n_train):
 
 
 def time_to_target(s: Settings, log=print) -> list[dict]:
+    from sklearn.svm import SVC
+
     from ..kernels import median_bandwidth
     from . import registry
 
     X, y = generated(s.n_train + s.n_test, s.n_features, s.seed)
     Xtr, ytr, Xte, yte = X[: s.n_train], y[: s.n_train], X[s.n_train :], y[s.n_train :]
     sigma = median_bandwidth(Xtr, seed=s.seed)
-    svc_s, svc_err = _svc(Xtr, ytr, Xte, yte, sigma)
+    # the reference: one fit of SVC, timed and scored as a race segment
+    svc = _race(lambda: SVC(C=1.0, gamma=0.5 / sigma**2, cache_size=1000).fit(Xtr, ytr), Xte, yte,
+                -math.inf, 0.0, False)
+    svc_s, svc_err = svc["fit_s"], svc["test_error"]
     target = svc_err + s.slack
     log(f"[target] SVC n={s.n_train}: fit {svc_s:.1f} s, test error {svc_err:.4f} -> target {target:.4f}")
     rows = [dict(algorithm="sklearn SVC (reference)", library="sklearn", reached=True,
                  time_to_target_s=svc_s, fit_s=svc_s, test_error=svc_err, best_error=svc_err,
                  segments=1, note="")]
-    names = list(s.algorithms or registry.ALGORITHMS)
-    for name in names:
+    for name in s.algorithms or registry.ALGORITHMS:
         if name in SKIP:
             rows.append(dict(algorithm=name, library="kernelscale", reached=None, note=SKIP[name]))
             continue
-        params = dict(RACE_PARAMS.get(name, {}))
         cls = registry.estimator_class(name, "classification")
         iterative = bool(getattr(cls, "iterative", False))
-        accepted = set(cls().get_params())
         # the SVC's bandwidth unless the race settings choose one (DSG family: half of it)
-        params.setdefault("bandwidth", sigma if name not in ("rb_cg", "rb_cd") else "median")
-        params["random_state"] = s.seed
-        if iterative:
-            params["warm_start"] = True
-        params = {k: v for k, v in params.items() if k in accepted}
-        est = registry.make_estimator(name, "classification", **params)
+        params = {"bandwidth": sigma if name not in ("rb_cg", "rb_cd") else "median",
+                  **RACE_PARAMS.get(name, {}), "random_state": s.seed}
+        params |= {"warm_start": True} if iterative else {}
+        est = registry.make_estimator(name, "classification", **{
+            k: v for k, v in params.items() if k in cls().get_params()})
         try:
             res = _race(lambda est=est: est.fit(Xtr, ytr), Xte, yte, target, s.time_cap_s, iterative)
             note = ""
@@ -240,15 +215,11 @@ def _fmt_race(r):
     if r.get("reached") is None:
         return r.get("note", "")
     tt = r["time_to_target_s"]
-    hit = f"reached in {tt:.2f} s" if tt is not None else "not reached"
-    return (f"{hit}; "
-            f"fit {r['fit_s']:.2f} s, error {r['test_error']:.4f} (best {r['best_error']:.4f}), "
-            f"{r['segments']} segments")
+    return (("not reached" if tt is None else f"reached in {tt:.2f} s") + f"; fit {r['fit_s']:.2f} "
+            f"s, error {r['test_error']:.4f} (best {r['best_error']:.4f}), {r['segments']} segments")
 
 
-# ---------------------------------------------------------------------------------------------
-# 2. throughput of feature and kernel blocks
-# ---------------------------------------------------------------------------------------------
+# ---- 2. throughput of feature and kernel blocks
 def _best_time(fn, reps=3):
     fn()  # warm-up: caches, thread pools
     times = []
@@ -295,9 +266,7 @@ def block_throughput(s: Settings, log=print) -> list[dict]:
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
-# 3. cost per epoch as n grows
-# ---------------------------------------------------------------------------------------------
+# ---- 3. cost per epoch as n grows
 def _epoch_cost(name: str, X, y, seed: int) -> tuple[float, str]:
     """Seconds for one unit of work at this n, and what the unit is."""
     from . import registry
@@ -315,22 +284,18 @@ def _epoch_cost(name: str, X, y, seed: int) -> tuple[float, str]:
         est = registry.make_estimator(name, "classification", n_components=32, n_iter=10, tol=0.0,
                                       random_state=seed)
         t = time.perf_counter()
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # max_iter reached on purpose: fixed work per n
             est.fit(X, y)
         return time.perf_counter() - t, ("features + 10 CG passes" if name == "rb_cg"
                                          else "features + 10 CD epochs")
-    params = dict(n_iter="1 epochs", n_components=1000, bandwidth=3.0, engine={"dtype": "float32"}, warm_start=True,
-                  random_state=seed)
-    if name == "eigenpro_rf":
-        params.update(batch_size=512, subsample_size=2000, n_eigenvectors=40)
-    else:
-        params.update(batch_size=256)
-    est = registry.make_estimator(name, "classification", n_iter=1, **params)
+    params = (dict(batch_size=512, subsample_size=2000, n_eigenvectors=40)
+              if name == "eigenpro_rf" else dict(batch_size=256))
+    est = registry.make_estimator(name, "classification", n_iter=1, n_components=1000,
+                                  bandwidth=3.0, engine={"dtype": "float32"}, warm_start=True,
+                                  random_state=seed, **params)
     est.fit(X, y)  # set-up (bandwidth sample, eigensystem, step size) outside the timing
-    est.set_params(n_iter=None)
+    est.set_params(n_iter="1 epochs")
     t = time.perf_counter()
     est.fit(X, y)
     return time.perf_counter() - t, "epoch"
@@ -359,9 +324,7 @@ def epoch_costs(s: Settings, log=print) -> list[dict]:
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
-# 4. peak memory against the budget (subprocesses, zarr data)
-# ---------------------------------------------------------------------------------------------
+# ---- 4. peak memory against the budget (subprocesses, zarr data)
 _CHILD = textwrap.dedent("""
     import json, os, sys, time
     import numpy as np
@@ -436,18 +399,13 @@ def peak_memory(s: Settings, log=print) -> list[dict]:
         log(f"[memory] wrote {data_mb:.0f} MiB zarr in {time.perf_counter() - t:.1f} s")
         y_mb = s.memory_rows * 8 / 2**20  # y held in memory as float64, outside the budget
         cores = os.cpu_count() or 1
-        # BLAS on every core, and on all but one (the prefetch thread's core: how the pipeline
-        # runs a one-thread train job on a bigger node); on 2 cores the reader otherwise competes
-        # with BLAS for CPU
-        blas_options = [cores] + ([cores - 1] if cores > 1 else [])
+        # BLAS on every core, and on all but one (left to the prefetch thread)
         for algo in ("dsg", "rff_sgd"):
-            for blas in blas_options:
+            for blas in [cores] + ([cores - 1] if cores > 1 else []):
                 env = {**os.environ, "OMP_NUM_THREADS": str(blas),
                        "OPENBLAS_NUM_THREADS": str(blas), "MKL_NUM_THREADS": str(blas)}
                 runs: dict[str, list[dict]] = {}
-                # modes interleaved, s.memory_reps rounds: throughput on a shared machine drifts,
-                # and the ratio should compare runs made under the same conditions
-                for _ in range(s.memory_reps):
+                for _ in range(s.memory_reps):  # modes interleaved in each round
                     for mode in ("disk", "disk, zarr pool", "memory"):
                         out = subprocess.run([sys.executable, "-c", _CHILD, str(path), algo,
                                               str(s.budget_mb), str(s.memory_iters), mode],
@@ -477,17 +435,7 @@ def peak_memory(s: Settings, log=print) -> list[dict]:
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
-# output: CSV, Markdown, MLflow
-# ---------------------------------------------------------------------------------------------
-def _write_csv(path: Path, rows: list[dict]):
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-
-
+# ---- output: Markdown, MLflow (``kernelscale reproduce`` writes with these too)
 def _parse(v: str):
     """A CSV cell back to int / float / bool / None / str (for tables of earlier runs)."""
     if v in ("", None):
@@ -510,8 +458,10 @@ def _cell(v):
     return str(v)
 
 
-def markdown_table(rows: list[dict]) -> str:
-    keys = list(dict.fromkeys(k for r in rows for k in r))
+def markdown_table(rows: list[dict], keys=None) -> str:
+    """``rows`` as a Markdown table (numbers to 4 digits); ``keys``: the columns (default: every
+    key in order of first appearance)."""
+    keys = keys or list(dict.fromkeys(k for r in rows for k in r))
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(_cell(r.get(k)) for k in keys) + " |" for r in rows]
     return "\n".join(lines)
@@ -543,22 +493,24 @@ def _metrics(results: dict) -> dict[str, float]:
     return m
 
 
-def log_mlflow(uri: str, s: Settings, results: dict, files: list[Path]) -> str:
-    """One MLflow run with the settings, every number and the CSV/Markdown files; returns its id."""
+def log_run(uri: str, experiment: str, run_name: str, params: dict, metrics=None, tags=None,
+            files=()) -> str:
+    """One MLflow run in ``experiment`` of the store at ``uri``: ``params`` and ``tags`` as text
+    (500 characters at most), ``metrics`` and the ``files`` that exist; returns its id."""
     import mlflow
 
     from .tracking import init_store
 
-    init_store(uri, EXPERIMENT)  # create the database once, before any logging
+    init_store(uri, experiment)  # create the database once, before any logging
     mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(EXPERIMENT)
-    with mlflow.start_run(run_name=f"bench-{time.strftime('%Y%m%d-%H%M%S')}") as run:
-        params = {k: v for k, v in asdict(s).items() if k != "extra"}
-        params.update(machine=platform.node(), cpus=os.cpu_count(), python=platform.python_version())
+    mlflow.set_experiment(experiment)
+    with mlflow.start_run(run_name=run_name) as run:
         mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
-        mlflow.log_metrics(_metrics(results))
+        mlflow.set_tags({k: str(v)[:500] for k, v in (tags or {}).items()})
+        mlflow.log_metrics(metrics or {})
         for f in files:
-            mlflow.log_artifact(str(f))
+            if Path(f).is_file():
+                mlflow.log_artifact(str(f))
         return run.info.run_id
 
 
@@ -576,7 +528,7 @@ def run_benchmark(s: Settings | None = None, log=print) -> dict:
         t = time.perf_counter()
         results[name] = funcs[name](s, log=log)
         log(f"[{name}] done in {time.perf_counter() - t:.0f} s")
-        _write_csv(out / f"{name}.csv", results[name])
+        write_csv(out / f"{name}.csv", results[name])
         files.append(out / f"{name}.csv")
     wall, load1 = time.perf_counter() - started, _load()
     titles = {"target": "Time to target (SVC test error + %.1f points)" % (100 * s.slack),
@@ -597,7 +549,10 @@ def run_benchmark(s: Settings | None = None, log=print) -> dict:
     (out / "bench.md").write_text("\n".join(md))
     files.append(out / "bench.md")
     if s.tracking_uri:
-        run_id = log_mlflow(s.tracking_uri, s, results, files)
+        params = dict(asdict(s), machine=platform.node(), cpus=os.cpu_count(),
+                      python=platform.python_version())
+        run_id = log_run(s.tracking_uri, EXPERIMENT, f"bench-{time.strftime('%Y%m%d-%H%M%S')}",
+                         params, _metrics(results), files=files)
         log(f"MLflow run {run_id} in {s.tracking_uri}")
     log(f"wrote {out / 'bench.md'} ({wall:.0f} s)")
     return results

@@ -2,79 +2,63 @@
 data at hand, each as a figure that states the claim, the measured ratio and whether it holds,
 plus a verdict table.
 
-One function per claim, each ``claim(datasets, max_train, out, **options) -> [verdict, ...]``
-(one verdict per dataset: ``{paper, claim, dataset, n_train, measured, holds, rule, problem,
-note}``, ``holds`` True / False / None = not measurable here). Each writes ``<out>/<claim>.csv``
-and ``.png``; the measurements are in ``reproduce_runs``.
+Writes ``<out>/verdicts.md``, ``verdicts.csv`` and one MLflow run per claim. A claim is a
+function ``claim(datasets, max_train, out, **options) -> [verdict, ...]`` (one per dataset:
+``{paper, claim, dataset, n_train, n_train_full, measured, holds, rule, problem, note}``,
+``holds`` True / False / None = not measurable here) writing ``<out>/<claim>.csv`` and ``.png``;
+its measurements are in ``reproduce_runs``, its rule in ``RULES``. Every method of a comparison
+gets one kernel, bandwidth, nu and budget (``Problem``), read back from the fitted methods and
+checked by ``same_problem``. Data: a development set of ``--devdata`` (prepared, cached in
+``--cache``) or a dataset prepared in ``results/data/<name>``, training rows subsampled to
+``max_train`` and test rows to ``--max-test`` (seeded). One BLAS thread unless the environment
+sets ``OPENBLAS_NUM_THREADS``. The claims (numbered as in the project's list of seed papers):
 
-Every comparison is at an equal problem: its methods are given one kernel and bandwidth, one nu
-in one convention (``Problem``: the per-sample nu of (nu/2)||f||^2 + (1/N) sum loss, every
-estimator's ``reg``; the ridge lambda of (Z^T Z + lambda I) and KernelRidge's alpha are N nu) and
-one budget. Each claim reads back what every fitted method actually used and ``same_problem``
-stops the claim when two differ; verdicts.md prints the shared problem and each verdict's rule
-(``RULES``) beside it.
-Training sets are subsampled to ``max_train`` rows (seeded), test sets to ``--max-test``; the
-figures say so. Data: the development sets of ``--devdata`` (``devdata.default_devdata()``)
-prepared as the pipeline prepares them (``devdata.prepared``, cached in ``--cache``), or a
-dataset the pipeline has prepared in ``results/data/<name>``.
-
-The claims (the number in each name is the paper's in the project's list of seed papers):
-
-* paper003_dsg_equal_time -- Dai, Xie, He, Liang, Raj, Balcan, Song, Scalable Kernel Methods via
-  Doubly Stochastic Gradients, NIPS 2014: DSG against random features (RFF-SGD) and Nystrom at
-  equal time: DSG's final test error <= the best error each baseline reached within DSG's fit
-  time (one thread; a baseline with no model that fast counts as beaten). Gaussian kernel; sigma
-  and nu chosen once per dataset by the library's "auto" rule and given to all three.
-* paper000_ordering -- Fast Doubly Stochastic Kernel Machines (UDSG, CDSG): training objective
-  (loss term, fixed 5,000-row sample) against CPU time: at the shortest final time of the three,
-  CDSG <= UDSG * (1 + tol) and UDSG <= DSG * (1 + tol).
-* paper002_rb_vs_rff -- Wu, Chen, Yen, Yan, Revisiting Random Binning Features: Fast Convergence
-  and Strong Parallelizability, KDD 2016: RB (CG) against RFF ridge at equal R: RB's test error
-  <= RFF's at a majority of the R grid (error vs R and vs time plotted). Both solve ridge with
-  the paper's lambda = 0.01 of (Z^T Z + lambda I), i.e. nu = 0.01 / N (``reg: 0.01/n``).
-* paper002_cd_speedup -- the same paper: CD on RB features with 2 threads: speed-up >= 0.75 x
-  eq. 29's prediction; not measurable (holds None) when the 2-thread run got < 1.6 cores
-  (cpu/wall).
-* paper004_eigenpro_epochs -- Ma, Belkin, Diving into the Shallows: a Computational Perspective
-  on Large-Scale Shallow Learning, NIPS 2017: EigenPro reaches the test-error target (exact KRR's
-  + slack) in fewer epochs than the same loop without preconditioner (kernel SGD); time to target
-  reported.
+* paper003_dsg_equal_time: DSG against RFF-SGD and Nystrom at equal fit time (Dai, Xie, He,
+  Liang, Raj, Balcan, Song, Scalable Kernel Methods via Doubly Stochastic Gradients, NIPS 2014).
+* paper000_ordering: training loss against CPU time, CDSG <= UDSG <= DSG (Fast Doubly Stochastic
+  Kernel Machines).
+* paper002_rb_vs_rff: RB (CG) against RFF ridge at equal R, lambda = 0.01 of (Z^T Z + lambda I);
+  paper002_cd_speedup: CD on RB features with 2 threads against eq. 29 (Wu, Chen, Yen, Yan,
+  Revisiting Random Binning Features: Fast Convergence and Strong Parallelizability, KDD 2016).
+* paper004_eigenpro_epochs: EigenPro's epochs to exact KRR's test error + slack against kernel
+  SGD (Ma, Belkin, Diving into the Shallows: a Computational Perspective on Large-Scale Shallow
+  Learning, NIPS 2017).
 
     kernelscale reproduce --config config/reproduce.yaml --out results/reproduce
     kernelscale reproduce --claims 003 000 --datasets dev_phoneme --max-train 2000
-
-writes ``<out>/verdicts.md`` and ``verdicts.csv`` and one MLflow run per claim. Each method has
-the colour and marker it has in every figure of the project (``method_style``). One BLAS thread
-unless the environment sets ``OPENBLAS_NUM_THREADS`` (fit times are one-core times).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import platform
 import sys
+import textwrap
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 from typing import NamedTuple
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from . import devdata as devdata_module
+from .bench import log_run, markdown_table
+from .plots import _readable_log_axis, algorithm_style  # plots sets the Agg backend
+from .train_run import write_csv
 
 EXPERIMENT = "kernelscale-reproduce"
 CACHE = Path("results") / "realdata" / "data"  # the development sets, prepared
+PREPARED = Path("results") / "data"  # the pipeline's prepared datasets (config/papers.yaml's too)
 MARK = {True: "HOLDS", False: "DOES NOT HOLD", None: "NOT MEASURABLE"}
 
 
-# ---------------------------------------------------------------------------------------------
-# data
-# ---------------------------------------------------------------------------------------------
+# ---- data
 class Data(SimpleNamespace):
     """task ('binary' / 'multiclass' / 'regression'), X, y, Xt, yt, n_full (training rows before
-    subsampling)."""
+    subsampling), name."""
 
     @property
     def kind(self) -> str:
@@ -85,18 +69,26 @@ class Data(SimpleNamespace):
         return f"n_train {len(self.X):,}{sub}, n_test {len(self.Xt):,}"
 
 
-PREPARED = Path("results") / "data"  # the pipeline's prepared datasets (config/papers.yaml's too)
-
-
 def prepared_path(name) -> Path | None:
     """``results/data/<name>`` when the pipeline has prepared that dataset (meta.json there)."""
     path = PREPARED / name
     return path if (path / "meta.json").is_file() else None
 
 
-def load_prepared(name, max_train, max_test=None, seed=0) -> Data:
-    """A dataset the pipeline prepared (e.g. one of config/papers.yaml after its download),
-    subsampled by seeded row indices read from its zarr store (never the whole set)."""
+def load(name, max_train, max_test=None, devdata=None, cache=None, seed=0) -> Data:
+    """Dataset ``name`` (a devdata set, else one the pipeline prepared, read by seeded row
+    indices from its zarr store), training rows subsampled to ``max_train``, test rows to
+    ``max_test``; SystemExit for a name that is neither."""
+    specs = devdata_module.load_devdata_specs(Path(devdata or devdata_module.default_devdata()))
+    if name in specs:
+        X, y, Xt, yt, _ = devdata_module.prepared(name, specs[name], Path(cache or CACHE))
+        n_full = X.shape[0]
+        X, y = devdata_module.subsample(X, y, max_train, seed)
+        Xt, yt = devdata_module.subsample(Xt, yt, max_test, seed + 1)
+        return Data(task=specs[name]["task"], X=X, y=y, Xt=Xt, yt=yt, n_full=n_full, name=name)
+    if prepared_path(name) is None:
+        raise SystemExit(f"reproduce: unknown dataset {name!r}: neither a devdata set "
+                         f"({', '.join(sorted(specs))}) nor prepared in {PREPARED}")
     from ..stream import take_rows
     from .data.store import open_prepared
 
@@ -114,37 +106,13 @@ def load_prepared(name, max_train, max_test=None, seed=0) -> Data:
                 name=name)
 
 
-def load(name, max_train, max_test=None, devdata=None, cache=None, seed=0) -> Data:
-    specs = devdata_module.load_devdata_specs(Path(devdata or devdata_module.default_devdata()))
-    if name not in specs:
-        if prepared_path(name) is not None:
-            return load_prepared(name, max_train, max_test, seed)
-        raise SystemExit(f"reproduce: unknown dataset {name!r}: neither a devdata set "
-                         f"({', '.join(sorted(specs))}) nor prepared in {PREPARED}")
-    spec = specs[name]
-    X, y, Xt, yt, _ = devdata_module.prepared(name, spec, Path(cache or CACHE))
-    n_full = X.shape[0]
-    X, y = devdata_module.subsample(X, y, max_train, seed)
-    Xt, yt = devdata_module.subsample(Xt, yt, max_test, seed + 1)
-    return Data(task=spec["task"], X=X, y=y, Xt=Xt, yt=yt, n_full=n_full, name=name)
-
-
-def verdict(paper, claim, d: Data, measured, holds, note="", rule="", problem="") -> dict:
-    return {"paper": paper, "claim": claim, "dataset": d.name, "n_train": len(d.X),
-            "n_train_full": d.n_full, "measured": measured, "holds": holds, "rule": rule,
-            "problem": problem, "note": note}
-
-
-# ---------------------------------------------------------------------------------------------
-# the problem each method of a comparison solves
-# ---------------------------------------------------------------------------------------------
+# ---- the problem each method of a comparison solves
 class Problem(NamedTuple):
     """What one method of a comparison was given. ``nu``: the per-sample weight of the
-    regulariser in the library's objective (nu/2)||f||^2 + (1/N) sum loss (every estimator's
-    ``reg_``; for coordinate descent ``l1_reg_``, of ||w||_1, Wu et al. 2016, eq. 23; 0 = none,
-    EigenPro's square loss iterated towards the interpolant); the ridge lambda of (Z^T Z + lambda I), scikit-learn's
-    KernelRidge alpha, is N nu (``kernelscale.params.reg_and_ridge``). ``budget``:
-    what the comparison holds equal (R, epochs, fit time)."""
+    regulariser in (nu/2)||f||^2 + (1/N) sum loss (every estimator's ``reg_``; for coordinate
+    descent ``l1_reg_``, of ||w||_1, Wu et al. 2016, eq. 23; 0 = none); the ridge lambda of
+    (Z^T Z + lambda I) and KernelRidge's alpha are N nu (``kernelscale.params.reg_and_ridge``).
+    ``budget``: what the comparison holds equal (R, epochs, fit time)."""
 
     kernel: str
     sigma: float
@@ -156,12 +124,8 @@ class Problem(NamedTuple):
 def effective(est, budget: str) -> Problem:
     """The problem a fitted kernelscale estimator solved: its resolved ``bandwidth_``, ``reg_``
     (``l1_reg_``) and loss (the ridge solvers' is the square loss)."""
-    if hasattr(est, "loss_"):
-        loss = est.loss_.name
-    elif hasattr(est, "_loss_name"):
-        loss = est._loss_name()
-    else:
-        loss = "square"
+    loss = (est.loss_.name if hasattr(est, "loss_") else
+            est._loss_name() if hasattr(est, "_loss_name") else "square")
     nu = getattr(est, "reg_", None)
     nu = getattr(est, "l1_reg_", None) if nu is None else nu
     return Problem(est.kernel, float(est.bandwidth_), float(nu or 0.0), loss, budget)
@@ -217,55 +181,57 @@ def shared_sigma_nu(d: Data, kernel="gaussian") -> tuple[float, str]:
     return float(sigma), f"{alpha!r}/n"
 
 
-def _write_csv(rows, path: Path):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
-        w.writeheader()
-        w.writerows(rows)
+def _axis(ax, xlabel, ylabel, grid=True):
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if grid:
+        ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
 
 
-def _figure(n_panels, claim_text, ncols_rows=1):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import textwrap
-
-    import matplotlib.pyplot as plt
-
-    width = max(5.2 * n_panels, 7)
-    fig, axes = plt.subplots(ncols_rows, n_panels, figsize=(width, 4.3 * ncols_rows),
-                             squeeze=False)
-    fig.suptitle(textwrap.fill(claim_text, int(width * 12)), fontsize=10)
-    return fig, axes
-
-
-def _panel_title(ax, d: Data, v: dict):
-    import textwrap
-
-    # wrapped to the panel's width (5.2 in at 8 pt): a long measurement is not cut at the edge
-    ax.set_title(f"{d.name.removeprefix('dev_')}: {MARK[v['holds']]}\n"
-                 f"{textwrap.fill(v['measured'], 80)}\n{d.size_note()}", fontsize=8)
-
-
-def _log_x(ax):
-    """A log time axis labelled with plain numbers that do not collide (the pipeline's)."""
-    from .plots import _readable_log_axis
-
-    _readable_log_axis(ax, "x")
-
-
-def _save(fig, path: Path):
-    import matplotlib.pyplot as plt
-
+def _finish(out, stem, rows, fig):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / f"{stem}.csv", rows)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(out / f"{stem}.png", dpi=110)
     plt.close(fig)
+    print(f"wrote {out / stem}.csv / .png", flush=True)
 
 
-# Each method's name in the library's registry, for its colour and marker: the same as in the
-# pipeline's figures (kernelscale.pipeline.plots.ALGORITHM_STYLES). Wu et al.'s RFF ridge and CD
-# on Fourier features, which the registry has not, take the random-features colour (rff_sgd's)
-# with a marker of their own.
+def _claim(stem, claim, rule, figure_note, out, datasets, load_args, measure, draw, nrows=1,
+           one_thread=True):
+    """Claim ``stem`` on each dataset: ``measure(d) -> (csv rows, (measured, holds, note,
+    problem), panel)`` (under one thread when ``one_thread``), then one figure column per dataset
+    drawn by ``draw(axes_column, d, panel)``; writes ``<out>/<stem>.csv`` / ``.png`` and returns
+    the verdicts. ``load_args``: ``load``'s (max_train, max_test, devdata, cache)."""
+    from threadpoolctl import threadpool_limits
+
+    paper, rows, panels = stem[5:8], [], []
+    with threadpool_limits(1) if one_thread else nullcontext():
+        for name in datasets:
+            d = load(name, *load_args)
+            r, (measured, holds, note, problem), panel = measure(d)
+            rows += r
+            panels.append((d, panel, {
+                "paper": paper, "claim": claim, "dataset": d.name, "n_train": len(d.X),
+                "n_train_full": d.n_full, "measured": measured, "holds": holds, "rule": rule,
+                "problem": problem, "note": note}))
+    width = max(5.2 * len(panels), 7)
+    fig, axes = plt.subplots(nrows, len(panels), figsize=(width, 4.3 * nrows), squeeze=False)
+    fig.suptitle(textwrap.fill(f"Paper {paper}: {claim} ({figure_note})", int(width * 12)),
+                 fontsize=10)
+    for j, (d, panel, v) in enumerate(panels):
+        draw(axes[:, j], d, panel)
+        # wrapped to the panel's width (5.2 in at 8 pt): a long measurement is not cut at the edge
+        axes[0, j].set_title(f"{d.name.removeprefix('dev_')}: {MARK[v['holds']]}\n"
+                             f"{textwrap.fill(v['measured'], 80)}\n{d.size_note()}", fontsize=8)
+    _finish(out, stem, rows, fig)
+    return [v for *_, v in panels]
+
+
+# Each method's name in the library's registry, for its colour and marker (``plots.algorithm_style``);
+# Wu et al.'s RFF ridge and CD on Fourier features take rff_sgd's colour with a marker of their own.
 STYLE_NAMES = {"RB+CG": ("rb_cg", None), "RFF": ("rff_ridge", "rff_sgd"),
                "RB": ("rb_cd", None), "Fourier": ("rff_cd", "rff_sgd"),
                "EigenPro": ("eigenpro", None), "SGD": ("kernel_sgd", None)}
@@ -274,19 +240,11 @@ STYLE_NAMES = {"RB+CG": ("rb_cg", None), "RFF": ("rff_ridge", "rff_sgd"),
 def method_style(method: str) -> dict:
     """``color`` and ``marker`` of ``method`` (a registry name such as "dsg", or a label of
     ``STYLE_NAMES``) for ``ax.plot``: fixed per method across every figure of the project."""
-    from .plots import algorithm_style
-
     colour, marker = algorithm_style(*STYLE_NAMES.get(method, (method.lower(), None)))
     return {"color": colour, "marker": marker}
 
 
-def _metric_name(d: Data) -> str:
-    return "test RMSE" if d.task == "regression" else "test error"
-
-
-# ---------------------------------------------------------------------------------------------
-# paper003 (Dai et al. 2014): DSG vs random features and Nystrom at equal time
-# ---------------------------------------------------------------------------------------------
+# ---- paper003 (Dai et al. 2014): DSG vs random features and Nystrom at equal time
 def decide_003(points: dict) -> tuple[str, bool, str]:
     """``points``: method -> [(fit_s, score), ...] with "dsg" among them. DSG's last point against
     each baseline's best score at fit time <= DSG's (lower is better)."""
@@ -310,52 +268,42 @@ def decide_003(points: dict) -> tuple[str, bool, str]:
 
 def paper003_dsg_equal_time(datasets, max_train, out, *, max_test=None, segments=4,
                             methods=("dsg", "rff_sgd", "nystrom"), devdata=None, cache=None):
-    from threadpoolctl import threadpool_limits
+    from . import reproduce_runs
 
-    from .reproduce_runs import curve
+    def measure(d):
+        sigma, reg = shared_sigma_nu(d)
+        metric = "test RMSE" if d.task == "regression" else "test error"
+        rows, pts, fitted = [], {}, {}
+        for m in methods:
+            seen = []  # every fitted model of the curve
+            pts[m] = [(t, s) for _, t, s in reproduce_runs.curve(
+                m, d.kind, (d.X, d.y, d.Xt, d.yt), segments, bandwidth=sigma, reg=reg,
+                on_fit=seen.append)]
+            fitted[m] = got = effective(seen[-1], "equal fit time, one thread")
+            rows += [dict(dataset=d.name, method=m, fit_s=round(t, 3), score=round(s, 5),
+                          metric=metric, n_train=len(d.X), sigma=got.sigma, nu=got.nu,
+                          loss=got.loss) for t, s in pts[m]]
+            print(f"  003 {d.name} {m}: {pts[m]}", flush=True)
+        # Nystrom ridge has only the square loss; DSG / RFF-SGD keep their classification loss
+        problem = same_problem(fitted, len(d.X), differ=("loss",))
+        return rows, (*decide_003(pts), problem), (pts, metric)
 
-    claim = "DSG reaches a lower test error than RFF-SGD and Nystrom at equal fit time"
-    rows, verdicts, panels = [], [], []
-    with threadpool_limits(1):
-        for name in datasets:
-            d = load(name, max_train, max_test, devdata, cache)
-            sigma, reg = shared_sigma_nu(d)
-            pts, fitted = {}, {}
-            for m in methods:
-                seen = []  # every fitted model of the curve
-                pts[m] = [(t, s) for _, t, s in curve(
-                    m, d.kind, (d.X, d.y, d.Xt, d.yt), segments, bandwidth=sigma, reg=reg,
-                    on_fit=seen.append)]
-                fitted[m] = got = effective(seen[-1], "equal fit time, one thread")
-                rows += [dict(dataset=name, method=m, fit_s=round(t, 3), score=round(s, 5),
-                              metric=_metric_name(d), n_train=len(d.X), sigma=got.sigma,
-                              nu=got.nu, loss=got.loss) for t, s in pts[m]]
-                print(f"  003 {name} {m}: {pts[m]}", flush=True)
-            # Nystrom ridge has only the square loss; DSG / RFF-SGD keep their classification loss
-            problem = same_problem(fitted, len(d.X), differ=("loss",))
-            measured, holds, note = decide_003(pts)
-            verdicts.append(verdict("003", claim, d, measured, holds, note,
-                                    RULES["paper003_dsg_equal_time"], problem))
-            panels.append((d, pts, verdicts[-1]))
-    fig, axes = _figure(len(panels), f"Paper 003: {claim} (one thread; DSG's time = its last "
-                        "point, dotted)")
-    for ax, (d, pts, v) in zip(axes[0], panels, strict=True):
+    def draw(axes, d, panel):
+        pts, metric = panel
         for m, p in pts.items():
-            ax.plot([t for t, _ in p], [s for _, s in p], "-", ms=4, label=m, **method_style(m))
-        ax.axvline(pts["dsg"][-1][0], color="k", ls=":", lw=1)
-        _log_x(ax)
-        ax.set_xlabel("fit time, one thread (s)")
-        ax.set_ylabel(_metric_name(d))
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        _panel_title(ax, d, v)
-    _finish(out, "paper003_dsg_equal_time", rows, fig)
-    return verdicts
+            axes[0].plot([t for t, _ in p], [s for _, s in p], "-", ms=4, label=m,
+                         **method_style(m))
+        axes[0].axvline(pts["dsg"][-1][0], color="k", ls=":", lw=1)
+        _readable_log_axis(axes[0], "x")
+        _axis(axes[0], "fit time, one thread (s)", metric)
+
+    return _claim("paper003_dsg_equal_time", "DSG reaches a lower test error than RFF-SGD and "
+                  "Nystrom at equal fit time", RULES["paper003_dsg_equal_time"], "one thread; "
+                  "DSG's time = its last point, dotted", out, datasets,
+                  (max_train, max_test, devdata, cache), measure, draw)
 
 
-# ---------------------------------------------------------------------------------------------
-# paper000 (Fast Doubly Stochastic Kernel Machines): objective vs time, CDSG <= UDSG <= DSG
-# ---------------------------------------------------------------------------------------------
+# ---- paper000 (Fast Doubly Stochastic Kernel Machines): objective vs time, CDSG <= UDSG <= DSG
 def decide_000(curves: dict, tol: float) -> tuple[str, bool, float, dict]:
     """``curves``: variant -> [(time, objective), ...] for dsg, udsg, cdsg. Objectives at the
     shortest final time (interpolated); holds when CDSG <= UDSG (1 + tol) <= DSG (1 + tol)^2,
@@ -372,49 +320,37 @@ def decide_000(curves: dict, tol: float) -> tuple[str, bool, float, dict]:
 
 def paper000_ordering(datasets, max_train, out, *, max_test=None, segments=6, epochs=1.0,
                       sample=5000, tol=0.01, devdata=None, cache=None):
-    from threadpoolctl import threadpool_limits
+    from .reproduce_runs import VARIANTS, run_arrays
 
-    from .reproduce_runs import run_arrays
+    def measure(d):
+        sigma, reg = shared_sigma_nu(d)
+        recs = run_arrays(d.name, d.task, (d.X, d.y, d.Xt, d.yt), segments, epochs, sample,
+                          params=dict(bandwidth=sigma, reg=reg))
+        problem = same_problem({r["variant"]: Problem(r["kernel"], r["bandwidth"], r["reg"],
+                                                      r["loss"], "equal CPU time, one thread")
+                                for r in recs}, len(d.X))
+        curves = {v: [(r["fit_s"], r["objective"]) for r in recs if r["variant"] == v]
+                  for v in VARIANTS}
+        measured, holds, t_eq, _ = decide_000(curves, tol)
+        note = (f"loss term on {min(sample, len(d.X))} training rows; CPU time of one-thread "
+                "fits")
+        return recs, (measured, holds, note, problem), (curves, t_eq)
 
-    claim = "training objective at equal time: CDSG <= UDSG <= DSG"
-    rows, verdicts, panels = [], [], []
-    with threadpool_limits(1):
-        for name in datasets:
-            d = load(name, max_train, max_test, devdata, cache)
-            sigma, reg = shared_sigma_nu(d)
-            recs = run_arrays(name, d.task, (d.X, d.y, d.Xt, d.yt), segments, epochs, sample,
-                              params=dict(bandwidth=sigma, reg=reg))
-            rows += recs
-            problem = same_problem({r["variant"]: Problem(r["kernel"], r["bandwidth"], r["reg"],
-                                                          r["loss"], "equal CPU time, one thread")
-                                    for r in recs}, len(d.X))
-            curves = {v: [(r["fit_s"], r["objective"]) for r in recs if r["variant"] == v]
-                      for v in ("dsg", "udsg", "cdsg")}
-            measured, holds, t_eq, _ = decide_000(curves, tol)
-            verdicts.append(verdict("000", claim, d, measured, holds,
-                                    f"loss term on {min(sample, len(d.X))} training rows; CPU "
-                                    "time of one-thread fits",
-                                    RULES["paper000_ordering"].format(tol=tol), problem))
-            panels.append((d, curves, t_eq, verdicts[-1]))
-    fig, axes = _figure(len(panels), f"Paper 000: {claim} (tolerance {tol:.0%}; one thread, "
-                        "CPU time; equal time dotted)")
-    for ax, (d, curves, t_eq, v) in zip(axes[0], panels, strict=True):
+    def draw(axes, d, panel):
+        curves, t_eq = panel
         for var, c in curves.items():
-            ax.plot([t for t, _ in c], [o for _, o in c], "-", ms=4, label=var.upper(),
-                    **method_style(var))
-        ax.axvline(t_eq, color="k", ls=":", lw=1)
-        ax.set_xlabel("fit time (CPU s, one thread)")
-        ax.set_ylabel("training loss (objective's data term)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        _panel_title(ax, d, v)
-    _finish(out, "paper000_ordering", rows, fig)
-    return verdicts
+            axes[0].plot([t for t, _ in c], [o for _, o in c], "-", ms=4, label=var.upper(),
+                         **method_style(var))
+        axes[0].axvline(t_eq, color="k", ls=":", lw=1)
+        _axis(axes[0], "fit time (CPU s, one thread)", "training loss (objective's data term)")
+
+    return _claim("paper000_ordering", "training objective at equal time: CDSG <= UDSG <= DSG",
+                  RULES["paper000_ordering"].format(tol=tol), f"tolerance {tol:.0%}; one "
+                  "thread, CPU time; equal time dotted", out, datasets,
+                  (max_train, max_test, devdata, cache), measure, draw)
 
 
-# ---------------------------------------------------------------------------------------------
-# paper002 (Wu et al. 2016): RB vs RFF at equal R; CD's parallel speed-up
-# ---------------------------------------------------------------------------------------------
+# ---- paper002 (Wu et al. 2016): RB vs RFF at equal R; CD's parallel speed-up
 def decide_002_rb(rows) -> tuple[str, bool]:
     """``rows`` of ``reproduce_runs.compare`` for one dataset: RB <= RFF at a majority of R."""
     rb = {r["R"]: r["test_error"] for r in rows if r["method"] == "RB+CG"}
@@ -429,51 +365,36 @@ def decide_002_rb(rows) -> tuple[str, bool]:
 def paper002_rb_vs_rff(datasets, max_train, out, *, max_test=None,
                        grids=(16, 32, 64, 128, 256), reg="0.01/n", tol=1e-3, devdata=None,
                        cache=None):
-    from threadpoolctl import threadpool_limits
-
     from .reproduce_runs import compare
 
-    claim = "Random Binning reaches a lower test error than random Fourier features at equal R"
-    rows, verdicts, panels = [], [], []
-    with threadpool_limits(1):
-        for name in datasets:
-            d = load(name, max_train, max_test, devdata, cache)
-            r = compare(name, d.kind, d.X, d.Xt, d.y, d.yt, list(grids), reg, tol)
-            for x in r:
-                x["dataset"] = x.pop("data")
-            rows += r
-            for R in grids:
-                problem = same_problem({x["method"]: Problem("laplacian", x["sigma"], x["nu"],
-                                                             "square", f"R = {x['R']}")
-                                        for x in r if x["R"] == R}, len(d.X))
-            measured, holds = decide_002_rb(r)
-            verdicts.append(verdict("002", claim, d, measured, holds,
-                                    "ridge (RB by CG to tol " f"{tol:g}, RFF solved directly); "
-                                    "error: relative RMSE (regression) or error rate",
-                                    RULES["paper002_rb_vs_rff"],
-                                    problem.replace(f"R = {grids[-1]}",
-                                                    "R = " + ", ".join(map(str, grids)))))
-            panels.append((d, r, verdicts[-1]))
-    fig, axes = _figure(len(panels), f"Paper 002: {claim} (top: error vs R; bottom: vs fit "
-                        "time, one thread)", 2)
-    for j, (d, r, v) in enumerate(panels):
+    def measure(d):
+        r = compare(d.name, d.kind, d.X, d.Xt, d.y, d.yt, list(grids), reg, tol)
+        for x in r:
+            x["dataset"] = x.pop("data")
+        for R in grids:
+            problem = same_problem({x["method"]: Problem("laplacian", x["sigma"], x["nu"],
+                                                         "square", f"R = {x['R']}")
+                                    for x in r if x["R"] == R}, len(d.X))
+        note = (f"ridge (RB by CG to tol {tol:g}, RFF solved directly); error: relative RMSE "
+                "(regression) or error rate")
+        problem = problem.replace(f"R = {grids[-1]}", "R = " + ", ".join(map(str, grids)))
+        return r, (*decide_002_rb(r), note, problem), r
+
+    def draw(axes, d, r):
         for meth in ("RB+CG", "RFF"):
             pts = [x for x in r if x["method"] == meth]
-            axes[0, j].plot([x["R"] for x in pts], [x["test_error"] for x in pts], "-", label=meth,
-                            **method_style(meth))
-            axes[1, j].plot([x["fit_s"] for x in pts], [x["test_error"] for x in pts], "-",
-                            label=meth, **method_style(meth))
-        axes[0, j].set_xscale("log", base=2)
-        axes[0, j].set_xlabel("R (grids / features)")
-        _log_x(axes[1, j])
-        axes[1, j].set_xlabel("fit time (s)")
-        for ax in axes[:, j]:
-            ax.set_ylabel("relative RMSE" if d.task == "regression" else "test error")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-        _panel_title(axes[0, j], d, v)
-    _finish(out, "paper002_rb_vs_rff", rows, fig)
-    return verdicts
+            for ax, x in zip(axes, ("R", "fit_s"), strict=True):
+                ax.plot([p[x] for p in pts], [p["test_error"] for p in pts], "-", label=meth,
+                        **method_style(meth))
+        axes[0].set_xscale("log", base=2)
+        _readable_log_axis(axes[1], "x")
+        for ax, xlabel in zip(axes, ("R (grids / features)", "fit time (s)"), strict=True):
+            _axis(ax, xlabel, "relative RMSE" if d.task == "regression" else "test error")
+
+    return _claim("paper002_rb_vs_rff", "Random Binning reaches a lower test error than random "
+                  "Fourier features at equal R", RULES["paper002_rb_vs_rff"], "top: error vs R; "
+                  "bottom: vs fit time, one thread", out, datasets,
+                  (max_train, max_test, devdata, cache), measure, draw, nrows=2)
 
 
 def decide_002_cd(rows, min_cores=1.6, share=0.75) -> tuple[str, bool | None, str]:
@@ -495,28 +416,21 @@ def paper002_cd_speedup(datasets, max_train, out, *, max_test=None, R=64, epochs
                         repeats=2, devdata=None, cache=None):
     from .reproduce_runs import speedups
 
-    claim = "coordinate descent on RB features speeds up with threads (>= 0.75 x eq. 29, 2 threads)"
-    rows, verdicts, panels = [], [], []
-    for name in datasets:
-        d = load(name, max_train, max_test, devdata, cache)
+    def measure(d):
         if d.task != "binary":
-            raise SystemExit(f"reproduce: paper002_cd_speedup needs a binary dataset, {name} is "
-                             f"{d.task}")
+            raise SystemExit(f"reproduce: paper002_cd_speedup needs a binary dataset, {d.name} "
+                             f"is {d.task}")
         y = np.where(d.y == np.unique(d.y)[-1], 1.0, -1.0)
         r = speedups(d.X, y, R, (1, 2), epochs, reg, "squared_hinge", repeats)
         for x in r:
-            x["dataset"] = name
-        rows += r
+            x["dataset"] = d.name
         problem = same_problem({f"{x['features']} x{x['tau']}": Problem(
             "laplacian", x["sigma"], x["nu"], x["loss"], f"R = {R}, {x['epochs']} epochs, L1")
             for x in r}, len(d.X))
-        measured, holds, note = decide_002_cd(r)
-        verdicts.append(verdict("002", claim, d, measured, holds, note,
-                                RULES["paper002_cd_speedup"], problem))
-        panels.append((d, r, verdicts[-1]))
-    fig, axes = _figure(len(panels), f"Paper 002: {claim} (R={R}, {epochs} epochs, best of "
-                        f"{repeats})")
-    for ax, (d, r, v) in zip(axes[0], panels, strict=True):
+        return r, (*decide_002_cd(r), problem), r
+
+    def draw(axes, d, r):
+        ax = axes[0]
         for k, feats in enumerate(("RB", "Fourier")):
             pts = [x for x in r if x["features"] == feats]
             ax.bar([x["tau"] + (k - 0.5) * 0.35 for x in pts], [x["speedup"] for x in pts],
@@ -524,17 +438,15 @@ def paper002_cd_speedup(datasets, max_train, out, *, max_test=None, R=64, epochs
         rb = [x for x in r if x["features"] == "RB"]
         ax.plot([x["tau"] for x in rb], [x["predicted"] for x in rb], "k^--", label="RB eq. 29")
         ax.set_xticks([x["tau"] for x in rb])
-        ax.set_xlabel("threads")
-        ax.set_ylabel("speed-up over 1 thread")
-        ax.legend(fontsize=8)
-        _panel_title(ax, d, v)
-    _finish(out, "paper002_cd_speedup", rows, fig)
-    return verdicts
+        _axis(ax, "threads", "speed-up over 1 thread", grid=False)
+
+    return _claim("paper002_cd_speedup", "coordinate descent on RB features speeds up with "
+                  "threads (>= 0.75 x eq. 29, 2 threads)", RULES["paper002_cd_speedup"],
+                  f"R={R}, {epochs} epochs, best of {repeats}", out, datasets,
+                  (max_train, max_test, devdata, cache), measure, draw, one_thread=False)
 
 
-# ---------------------------------------------------------------------------------------------
-# paper004 (Ma and Belkin 2017): EigenPro vs plain kernel SGD, epochs and time to a target
-# ---------------------------------------------------------------------------------------------
+# ---- paper004 (Ma and Belkin 2017): EigenPro vs plain kernel SGD, epochs and time to a target
 def decide_004(ep: dict, sgd: dict, max_epochs: int) -> tuple[str, bool]:
     """``ep`` / ``sgd``: {"epochs": int | None, "time": float | None} to the test target."""
     def fmt(v, unit=""):
@@ -553,74 +465,53 @@ def decide_004(ep: dict, sgd: dict, max_epochs: int) -> tuple[str, bool]:
 def paper004_eigenpro_epochs(datasets, max_train, out, *, max_test=None, max_epochs=15,
                              k=160, M=2000, batch=256, alpha=1.0, slack=0.005, devdata=None,
                              cache=None):
-    from threadpoolctl import threadpool_limits
-
+    from ..kernels import resolve_bandwidth
     from .reproduce_runs import eigenpro_against_sgd
 
-    claim = "EigenPro reaches the test-error target in fewer epochs than plain kernel SGD"
-    rows, verdicts, panels = [], [], []
     args = SimpleNamespace(max_epochs=max_epochs, k=k, M=M, batch=batch, alpha=alpha, slack=slack)
-    with threadpool_limits(1):
-        for name in datasets:
-            d = load(name, max_train, max_test, devdata, cache)
-            if d.task == "regression":
-                raise SystemExit(f"reproduce: paper004 runs on classification data, {name} is not")
-            from ..kernels import resolve_bandwidth
 
-            sigma = resolve_bandwidth("median", d.X, "euclidean", seed=0)  # one sigma for all
-            res = eigenpro_against_sgd(name, d.X, d.y, d.Xt, d.yt, sigma, args)
-            # no ridge (nu 0): both iterate the square loss towards the interpolant
-            problem = same_problem({lab: Problem("gaussian", r["sigma"], 0.0, "square",
-                                                 f"epochs of batch {r['batch']}")
-                                    for lab, r in res["results"].items()}, len(d.X))
-            curves = {}
-            for label, r in res["results"].items():
-                curves[label] = r["curve"]
-                rows += [dict(dataset=name, method=label, epoch=e, fit_s=round(t, 3),
-                              train_mse=m, test_error=err, target=res["test_target"])
-                         for e, t, m, err in r["curve"]]
-            hit = {lab: {"epochs": r["hit"]["test"], "time": r["hit_s"]["test"]}
-                   for lab, r in res["results"].items()}
-            measured, holds = decide_004(hit["EigenPro"], hit["SGD"], max_epochs)
-            verdicts.append(verdict("004", claim, d, measured, holds,
-                                    f"target = exact KRR (alpha={alpha}) test error "
-                                    f"{res['test_target'] - slack:.4f} + {slack}; EigenPro k="
-                                    f"{res['results']['EigenPro']['k']} (asked {k}), M={M}, "
-                                    f"batch {batch}; time includes EigenPro's set-up",
-                                    RULES["paper004_eigenpro_epochs"].format(
-                                        slack=slack, max_epochs=max_epochs), problem))
-            panels.append((d, curves, res["test_target"], verdicts[-1]))
-    fig, axes = _figure(len(panels), f"Paper 004: {claim} (target dashed: exact KRR + {slack}; "
-                        "top: vs epochs, bottom: vs fit time)", 2)
-    for j, (d, curves, target, v) in enumerate(panels):
+    def measure(d):
+        if d.task == "regression":
+            raise SystemExit(f"reproduce: paper004 runs on classification data, {d.name} is not")
+        sigma = resolve_bandwidth("median", d.X, "euclidean", seed=0)  # one sigma for both
+        res = eigenpro_against_sgd(d.name, d.X, d.y, d.Xt, d.yt, sigma, args)
+        runs, target = res["results"], res["test_target"]
+        # no ridge (nu 0): both iterate the square loss towards the interpolant
+        problem = same_problem({lab: Problem("gaussian", r["sigma"], 0.0, "square",
+                                             f"epochs of batch {r['batch']}")
+                                for lab, r in runs.items()}, len(d.X))
+        rows = [dict(dataset=d.name, method=lab, epoch=e, fit_s=round(t, 3), train_mse=m,
+                     test_error=err, target=target)
+                for lab, r in runs.items() for e, t, m, err in r["curve"]]
+        hit = {lab: {"epochs": r["hit"]["test"], "time": r["hit_s"]["test"]}
+               for lab, r in runs.items()}
+        note = (f"target = exact KRR (alpha={alpha}) test error {target - slack:.4f} + {slack}; "
+                f"EigenPro k={runs['EigenPro']['k']} (asked {k}), M={M}, batch {batch}; time "
+                "includes EigenPro's set-up")
+        return rows, (*decide_004(hit["EigenPro"], hit["SGD"], max_epochs), note, problem), (
+            {lab: r["curve"] for lab, r in runs.items()}, target)
+
+    def draw(axes, d, panel):
+        curves, target = panel
         for label, c in curves.items():
-            axes[0, j].plot([e for e, *_ in c], [x[3] for x in c], "-", ms=4, label=label,
-                            **method_style(label))
-            axes[1, j].plot([x[1] for x in c], [x[3] for x in c], "-", ms=4, label=label,
-                            **method_style(label))
-        axes[0, j].set_xlabel("epochs")
-        axes[1, j].set_xlabel("fit time, one thread (s)")
-        for ax in axes[:, j]:
+            for ax, x in zip(axes, (0, 1), strict=True):  # test error vs epochs, vs fit time
+                ax.plot([p[x] for p in c], [p[3] for p in c], "-", ms=4, label=label,
+                        **method_style(label))
+        for ax, xlabel in zip(axes, ("epochs", "fit time, one thread (s)"), strict=True):
             ax.axhline(target, color="k", ls="--", lw=1)
-            ax.set_ylabel("test error")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-        _panel_title(axes[0, j], d, v)
-    _finish(out, "paper004_eigenpro_epochs", rows, fig)
-    return verdicts
+            _axis(ax, xlabel, "test error")
+
+    return _claim("paper004_eigenpro_epochs", "EigenPro reaches the test-error target in fewer "
+                  "epochs than plain kernel SGD", RULES["paper004_eigenpro_epochs"].format(
+                      slack=slack, max_epochs=max_epochs), f"target dashed: exact KRR + {slack}; "
+                  "top: vs epochs, bottom: vs fit time", out, datasets,
+                  (max_train, max_test, devdata, cache), measure, draw, nrows=2)
 
 
-# ---------------------------------------------------------------------------------------------
 CLAIMS = {f.__name__: f for f in (paper003_dsg_equal_time, paper000_ordering, paper002_rb_vs_rff,
                                   paper002_cd_speedup, paper004_eigenpro_epochs)}
-
-
-def _finish(out, stem, rows, fig):
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_csv(rows, out / f"{stem}.csv")
-    _save(fig, out / f"{stem}.png")
-    print(f"wrote {out / stem}.csv / .png", flush=True)
+VERDICT_COLUMNS = ("paper", "claim", "dataset", "n train", "measured", "verdict", "rule",
+                   "problem (every compared method)", "note")
 
 
 def select(names) -> list[str]:
@@ -635,37 +526,14 @@ def select(names) -> list[str]:
 
 
 def verdicts_markdown(verdicts, header="") -> str:
-    lines = [header, "| paper | claim | dataset | n train | measured | verdict | rule | "
-             "problem (every compared method) | note |", "|---|---|---|---|---|---|---|---|---|"]
-    for v in verdicts:
-        n = f"{v['n_train']:,}" + (f" of {v['n_train_full']:,}" if v["n_train_full"] != v["n_train"]
-                                   else "")
-        lines.append(f"| {v['paper']} | {v['claim']} | {v['dataset']} | {n} | {v['measured']} | "
-                     f"**{MARK[v['holds']]}** | {v['rule']} | {v['problem']} | {v['note']} |")
-    return "\n".join(lines) + "\n"
+    def cells(v):
+        n = f"{v['n_train']:,}" + (f" of {v['n_train_full']:,}"
+                                   if v["n_train_full"] != v["n_train"] else "")
+        return (v["paper"], v["claim"], v["dataset"], n, v["measured"], f"**{MARK[v['holds']]}**",
+                v["rule"], v["problem"], v["note"])
 
-
-def log_mlflow(uri, experiment, stem, settings, verdicts, files) -> str:
-    import mlflow
-
-    from .tracking import init_store
-
-    init_store(uri, experiment)
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(experiment)
-    with mlflow.start_run(run_name=stem) as run:
-        mlflow.log_params({k: str(v)[:500] for k, v in settings.items()})
-        mlflow.set_tags({"paper": verdicts[0]["paper"] if verdicts else "", "claim": stem,
-                         "rule": verdicts[0]["rule"][:500] if verdicts else ""})
-        for v in verdicts:
-            if v["holds"] is not None:
-                mlflow.log_metric(f"holds.{v['dataset']}", float(v["holds"]))
-            mlflow.set_tag(f"measured.{v['dataset']}", v["measured"][:500])
-            mlflow.set_tag(f"problem.{v['dataset']}", v["problem"][:500])
-        for f in files:
-            if Path(f).is_file():
-                mlflow.log_artifact(str(f))
-        return run.info.run_id
+    rows = [dict(zip(VERDICT_COLUMNS, cells(v), strict=True)) for v in verdicts]
+    return header + "\n" + markdown_table(rows, VERDICT_COLUMNS) + "\n"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -696,8 +564,6 @@ def main(argv=None) -> int:
 def run(a, command: str | None = None) -> int:
     """Run the claims of ``add_arguments``'s options ``a``; ``command`` goes into verdicts.md
     (default: this process's command line)."""
-    from contextlib import nullcontext
-
     from threadpoolctl import threadpool_limits
 
     # one BLAS thread unless the environment chose (numpy's BLAS read its count when loaded)
@@ -705,11 +571,6 @@ def run(a, command: str | None = None) -> int:
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     command = command or "kernelscale " + " ".join(sys.argv[1:])
-    with nullcontext() if chosen else threadpool_limits(1, user_api="blas"):
-        return _run(a, command)
-
-
-def _run(a, command: str) -> int:
     cfg = {}
     if a.config:
         import yaml
@@ -725,25 +586,22 @@ def _run(a, command: str) -> int:
     verdicts = []
     for name in names:
         opts = dict(claims_cfg.get(name) or {})
-        datasets = a.datasets or opts.pop("datasets", None)
-        opts.pop("datasets", None)
-        # datasets of config/papers.yaml join when the user has prepared them (downloaded)
-        optional = opts.pop("optional_datasets", None) or []
-        if not a.datasets:
-            ready = [o for o in optional if prepared_path(o) is not None]
+        listed, optional = opts.pop("datasets", None), opts.pop("optional_datasets", None) or []
+        datasets, max_train = a.datasets, a.max_train or opts.pop("max_train", 5000)
+        opts.pop("max_train", None)
+        if not datasets:  # config/papers.yaml's datasets join once the pipeline prepared them
             for o in optional:
-                if o not in ready:
+                if prepared_path(o) is None:
                     print(f"reproduce: {name}: {o} skipped (not prepared: run the pipeline "
                           f"with config/papers.yaml to download it)", flush=True)
-            datasets = list(datasets or []) + ready
-        max_train = a.max_train or opts.pop("max_train", 5000)
-        opts.pop("max_train", None)
+            datasets = list(listed or []) + [o for o in optional if prepared_path(o)]
         if not datasets:
             raise SystemExit(f"reproduce: no datasets for {name} (config or --datasets)")
         t = time.perf_counter()
         print(f"== {name}: {datasets}, max_train {max_train}, {opts}", flush=True)
-        vs = CLAIMS[name](datasets, max_train, out, max_test=max_test, devdata=a.devdata,
-                          cache=a.cache, **opts)
+        with nullcontext() if chosen else threadpool_limits(1, user_api="blas"):
+            vs = CLAIMS[name](datasets, max_train, out, max_test=max_test, devdata=a.devdata,
+                              cache=a.cache, **opts)
         wall = time.perf_counter() - t
         for v in vs:
             v["claim_id"], v["wall_s"] = name, round(wall, 1)
@@ -751,12 +609,17 @@ def _run(a, command: str) -> int:
         if a.tracking_uri:
             settings = dict(opts, datasets=datasets, max_train=max_train, max_test=max_test,
                             wall_s=round(wall, 1), machine=platform.node(), cpus=os.cpu_count())
-            rid = log_mlflow(a.tracking_uri, experiment, name, settings, vs,
-                             [out / f"{name}.csv", out / f"{name}.png"])
+            tags = {"paper": vs[0]["paper"] if vs else "", "claim": name,
+                    "rule": vs[0]["rule"] if vs else ""}
+            tags |= {f"{k}.{v['dataset']}": v[k] for v in vs for k in ("measured", "problem")}
+            rid = log_run(a.tracking_uri, experiment, name, settings, tags=tags,
+                          metrics={f"holds.{v['dataset']}": float(v["holds"]) for v in vs
+                                   if v["holds"] is not None},
+                          files=[out / f"{name}.csv", out / f"{name}.png"])
             print(f"MLflow run {rid} ({experiment}, {a.tracking_uri})", flush=True)
         print(f"== {name} done in {wall:.0f} s", flush=True)
     wall = time.perf_counter() - started
-    _write_csv(verdicts, out / "verdicts.csv")
+    write_csv(out / "verdicts.csv", verdicts)
     header = (f"# Seed papers' claims on devdata ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
               f"\n\n{platform.node()}, {os.cpu_count()} CPUs, load average {load0:.1f} before / "
               f"{os.getloadavg()[0]:.1f} after; wall time {wall:.0f} s. Training sets subsampled "

@@ -24,118 +24,99 @@ from ..estimators.random_binning import RBClassifier, RBRegressor
 from ..kernels import FourierBlocks, make_kernel, resolve_bandwidth
 from ..kernels.random_binning import RandomBinning
 from ..params import reg_and_ridge
+from ..solvers.dsg import VARIANTS, auto_iterations, auto_sizes
 from ..solvers.rb_cd import l1_cd
 
 
-# ---------------------------------------------------------------------------------------------
-# test error against fit time (Dai et al. 2014: DSG against random features and Nystrom)
-# ---------------------------------------------------------------------------------------------
-def _auto_epochs(est) -> float | None:
-    """Epochs of the estimator's n_iter="auto" (None for the DSG family: its own rule)."""
-    return getattr(type(est), "_auto_epochs", None)
+def _score(task, y, pred, relative=False) -> float:
+    """RMSE (``relative``: over the standard deviation of ``y``) for regression, else the error
+    rate of ``pred`` against ``y``."""
+    pred = np.asarray(pred)
+    if task != "regression":
+        return float(np.mean(pred != y))
+    rmse = float(np.sqrt(np.mean((pred - y) ** 2)))
+    return float(rmse / np.std(y)) if relative else rmse
 
 
-def _segment_params(name, est, n, d, segments):
-    if name in ("dsg", "udsg", "cdsg"):
-        from ..solvers.dsg import auto_iterations, auto_sizes, new_block_share
-
-        total = auto_iterations(n, auto_sizes(n, d)[1], new_block_share(name))
-        return {"n_iter": -(-total // segments)}
-    return {"n_iter": f"{_auto_epochs(est) / segments:g} epochs"}
-
-
+# ---- test error against fit time (Dai et al. 2014: DSG against random features and Nystrom)
 def curve(name, task, data, segments, on_fit=None, **params):
-    """(fraction, fit seconds, score) points of method ``name``; ``params`` (e.g. the bandwidth
-    and reg every compared method shares) go to each estimator, ``on_fit(est)`` sees each fit."""
-    from .registry import make_estimator
+    """(fraction, fit seconds, score) points of method ``name`` on ``data`` = (X, y, X_test,
+    y_test): its "auto" work in ``segments`` warm-started fits (Nystrom: 1/4, 1/2 and all of its
+    "auto" centres, fitted apart); ``params`` (e.g. the bandwidth and reg every compared method
+    shares) go to each estimator, ``on_fit(est)`` sees each fit."""
+    from .registry import estimator_class, make_estimator
 
     X, y, Xt, yt = data
     n, d = X.shape
-
-    def score(est):
-        p = np.asarray(est.predict(Xt))
-        return float(np.sqrt(np.mean((p - yt) ** 2))) if task == "regression" else float(np.mean(p != yt))
-
-    points = []
     if name == "nystrom":
         from ..estimators._kernel_common import n_features_rule
 
         m = n_features_rule(n, "auto", floor=500)  # Nystrom's n_components="auto"
-        for frac in (0.25, 0.5, 1.0):
-            est = make_estimator(name, task, random_state=0, **params,
-                                 **({} if frac == 1.0 else {"n_components": max(100, int(frac * m))}))
-            t = time.perf_counter()
-            est.fit(X, y)
-            points.append((frac, time.perf_counter() - t, score(est)))
-            if on_fit:
-                on_fit(est)
-        return points
-    base = make_estimator(name, task, random_state=0)
-    est = make_estimator(name, task, random_state=0, warm_start=True, **params,
-                         **_segment_params(name, base, n, d, segments))
-    total = 0.0
-    for s in range(1, segments + 1):
+        fits = [(frac, make_estimator(name, task, random_state=0, **params, **(
+            {} if frac == 1.0 else {"n_components": max(100, int(frac * m))})))
+            for frac in (0.25, 0.5, 1.0)]
+    else:
+        if name in VARIANTS:
+            from ..solvers.dsg import new_block_share
+
+            total = auto_iterations(n, auto_sizes(n, d)[1], new_block_share(name))
+            n_iter = -(-total // segments)
+        else:
+            n_iter = f"{estimator_class(name, task)._auto_epochs / segments:g} epochs"
+        est = make_estimator(name, task, random_state=0, warm_start=True, **params, n_iter=n_iter)
+        fits = [(s / segments, est) for s in range(1, segments + 1)]
+    points, total = [], 0.0
+    for frac, est in fits:
         t = time.perf_counter()
         est.fit(X, y)
-        total += time.perf_counter() - t
-        points.append((s / segments, total, score(est)))
+        fit_s = time.perf_counter() - t
+        total = fit_s if name == "nystrom" else total + fit_s  # warm segments add up
+        points.append((frac, total, _score(task, yt, est.predict(Xt))))
         if on_fit:
             on_fit(est)
     return points
 
 
-# ---------------------------------------------------------------------------------------------
-# training loss against CPU time: DSG, UDSG, CDSG (Fast Doubly Stochastic Kernel Machines)
-# ---------------------------------------------------------------------------------------------
-VARIANTS = ("dsg", "udsg", "cdsg")
-
-
+# ---- training loss against CPU time: DSG, UDSG, CDSG (Fast Doubly Stochastic Kernel Machines)
 def training_loss(est, X, y) -> float:
-    """Mean loss of the fitted model on (X, y), the data term of the
-    objective (Dai et al. 2014, eq. 1)."""
+    """Mean loss of the fitted model on (X, y), the data term of the objective (Dai et al. 2014,
+    eq. 1)."""
     u = np.asarray(est.decision_function(X) if hasattr(est, "classes_") else est.predict(X),
                    dtype=np.float64)
     u = u.reshape(len(u), -1)
     if hasattr(est, "classes_"):
-        idx = np.searchsorted(est.classes_, y)
-        Y = est._coder.encode_index(idx, np, np.float64)
+        Y = est._coder.encode_index(np.searchsorted(est.classes_, y), np, np.float64)
     else:
         Y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
     return float(np.asarray(est.loss_.value(u, Y)).mean())
 
 
 def run_arrays(name, task, data, segments: int, epochs: float, sample: int, params=None):
-    """``run_dataset`` on arrays already loaded (X, y, X_test, y_test), e.g. a subsample;
-    ``params`` (e.g. the bandwidth and reg the three variants share) go to every variant."""
-    from ..solvers.dsg import auto_iterations, auto_sizes
+    """DSG, UDSG and CDSG on ``data`` = (X, y, X_test, y_test), ``epochs`` x the registry's
+    "auto" iterations in ``segments`` warm-started fits each, interleaved: one record per
+    (segment, variant) with its CPU time so far, its training loss on ``sample`` seeded rows and
+    its test score (RMSE, or error in %); ``params`` (e.g. the bandwidth and reg the three share)
+    go to every variant."""
     from .registry import make_estimator
 
     X, y, X_te, y_te = data
-    rng = np.random.default_rng(0)
-    rows = np.sort(rng.choice(X.shape[0], min(sample, X.shape[0]), replace=False))
+    rows = np.sort(np.random.default_rng(0).choice(X.shape[0], min(sample, X.shape[0]),
+                                                   replace=False))
     Xs, ys = X[rows], y[rows]
-    ests, clock = {}, {}
-    total = None
+    ests = {v: make_estimator(v, task, random_state=0, engine={"device": "cpu"}, warm_start=True,
+                              **(params or {})) for v in VARIANTS}
+    clock = dict.fromkeys(VARIANTS, 0.0)
+    # the registry default n_iter="auto" at the "auto" sizes
+    total = max(segments, int(round(epochs * auto_iterations(X.shape[0], auto_sizes(*X.shape)[1]))))
     records = []
     for seg in range(segments):
-        for v in VARIANTS:
-            if v not in ests:
-                est = make_estimator(v, task, random_state=0, engine={"device": "cpu"},
-                                     **(params or {}))
-                est.set_params(warm_start=True)
-                ests[v], clock[v] = est, 0.0
-                if total is None:  # the registry default n_iter="auto" at the "auto" sizes
-                    n_auto = auto_iterations(X.shape[0], auto_sizes(*X.shape)[1])
-                    total = max(segments, int(round(epochs * n_auto)))
-            est = ests[v]
-            n_seg = total // segments + (1 if seg < total % segments else 0)
-            est.set_params(n_iter=n_seg)
+        for v, est in ests.items():
+            est.set_params(n_iter=total // segments + (1 if seg < total % segments else 0))
             t0 = time.process_time()
             est.fit(X, y)
             clock[v] += time.process_time() - t0
-            pred = est.predict(X_te)
-            score = (float(np.sqrt(np.mean((pred - y_te) ** 2))) if task == "regression"
-                     else 100.0 * float(np.mean(pred != y_te)))
+            score = _score(task, y_te, est.predict(X_te))
+            score = score if task == "regression" else 100.0 * score
             rec = {"dataset": name, "task": task, "variant": v, "iter": int(est.n_iter_),
                    "n_blocks": int(est.n_blocks_), "fit_s": round(clock[v], 3),
                    "objective": training_loss(est, Xs, ys), "test": score,
@@ -147,15 +128,7 @@ def run_arrays(name, task, data, segments: int, epochs: float, sample: int, para
     return records
 
 
-# ---------------------------------------------------------------------------------------------
-# Random Binning against random Fourier features at equal R (Wu et al. 2016)
-# ---------------------------------------------------------------------------------------------
-def test_error(task, y, pred):
-    if task == "regression":
-        return float(np.sqrt(np.mean((pred - y) ** 2)) / np.std(y))  # relative RMSE
-    return float(np.mean(pred != y))  # error rate
-
-
+# ---- Random Binning against random Fourier features at equal R (Wu et al. 2016)
 def fourier_ridge(task, Xtr, Xte, ytr, sigma, R, ridge, seed):
     """Ridge on R random Fourier features of the Laplacian kernel, solved directly:
     (P^T P + ``ridge`` I) W = P^T Y, ``ridge`` = N nu (``reg_and_ridge``)."""
@@ -176,9 +149,9 @@ def fourier_ridge(task, Xtr, Xte, ytr, sigma, R, ridge, seed):
 
 
 def compare(name, task, Xtr, Xte, ytr, yte, grids, reg="0.01/n", tol=1e-3, seed=0) -> list[dict]:
-    """RB+CG and RFF ridge at each R of ``grids`` on one dataset: one row per (R, method), with
-    the sigma and ridge lambda each solver was given and nu = lambda / N. ``reg``: nu, or "x/n"
-    (nu = x / N)."""
+    """RB+CG and RFF ridge at each R of ``grids`` on one dataset: one row per (R, method) with its
+    test error (relative RMSE, or error rate), the sigma and ridge lambda each solver was given
+    and nu = lambda / N. ``reg``: nu, or "x/n" (nu = x / N)."""
     rows = []
     sigma = resolve_bandwidth("median", Xtr, "cityblock", seed=seed)
     nu, ridge = reg_and_ridge(reg, len(Xtr))  # the one conversion, RB's own
@@ -190,14 +163,14 @@ def compare(name, task, Xtr, Xte, ytr, yte, grids, reg="0.01/n", tol=1e-3, seed=
         est = Est(bandwidth=sigma, n_components=R, reg=reg, tol=tol,
                   random_state=seed).fit(Xtr, ytr)
         fit_s = time.perf_counter() - t0
-        err = test_error(task, yte, est.predict(Xte))
         rows.append(dict(data=name, R=R, method="RB+CG", D=est.n_features_out_,
-                         kappa=round(est.kappa_, 2), test_error=err, fit_s=fit_s,
+                         kappa=round(est.kappa_, 2),
+                         test_error=_score(task, yte, est.predict(Xte), relative=True), fit_s=fit_s,
                          iters=est.n_iter_, sigma=est.bandwidth_, nu=est.ridge_ / len(Xtr),
                          ridge=est.ridge_))
         pred, fit_s_f = fourier_ridge(task, Xtr, Xte, ytr, sigma, R, ridge, seed)
         rows.append(dict(data=name, R=R, method="RFF", D=R, kappa="",
-                         test_error=test_error(task, yte, pred), fit_s=fit_s_f, iters="",
+                         test_error=_score(task, yte, pred, relative=True), fit_s=fit_s_f, iters="",
                          sigma=sigma, nu=ridge / len(Xtr), ridge=ridge))
         for r in rows[-2:]:
             print(f"{r['R']:>6} {r['method']:>8} {r['D']:>8} {r['kappa']!s:>8} "
@@ -248,9 +221,7 @@ def speedups(X, y, R, threads=(1, 2), epochs=20, reg=1e-4, loss="squared_hinge",
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
-# EigenPro against plain kernel SGD (Ma and Belkin 2017)
-# ---------------------------------------------------------------------------------------------
+# ---- EigenPro against plain kernel SGD (Ma and Belkin 2017)
 def eigenpro_against_sgd(name, Xtr, ytr, Xte, yte, bandwidth, args):
     """Epochs (and fit seconds) of EigenPro and of the same loop without its preconditioner
     (``n_eigenvectors=0``: plain kernel SGD) until the training MSE reaches exact kernel ridge's
@@ -267,7 +238,8 @@ def eigenpro_against_sgd(name, Xtr, ytr, Xte, yte, bandwidth, args):
     for label, k in (("EigenPro", args.k), ("SGD", 0)):
         est = EigenProClassifier(bandwidth=bandwidth, n_eigenvectors=k,
                                  subsample_size=min(args.M, len(Xtr)), batch_size=args.batch,
-                                 n_iter="1 epochs", warm_start=True, random_state=0, engine={"device": "cpu"})
+                                 n_iter="1 epochs", warm_start=True, random_state=0,
+                                 engine={"device": "cpu"})
         hit = {"train": None, "test": None}
         hit_s = {"train": None, "test": None}  # fit seconds (set-up included) at the hit
         curve = []  # (epoch, fit seconds so far, train MSE, test error)
@@ -289,17 +261,11 @@ def eigenpro_against_sgd(name, Xtr, ytr, Xte, yte, bandwidth, args):
                 hit["test"], hit_s["test"] = epoch, fit_s
             if all(v is not None for v in hit.values()):
                 break
-        results[label] = dict(hit=hit, hit_s=hit_s, curve=curve, k=est.n_eigenvectors_, eta=est.eta_,
-                              s_per_epoch=est.history_["time"][-1] / epoch, setup=setup,
-                              sigma=est.bandwidth_, batch=est.batch_size_)
-
-    for target, value in (("train MSE", train_target), ("test error", test_target)):
-        key = "train" if target == "train MSE" else "test"
-        e, s = results["EigenPro"]["hit"][key], results["SGD"]["hit"][key]
-        ratio = f"{s / e:.1f}x" if (e and s) else (f">{args.max_epochs / e:.1f}x" if e else "-")
-        fmt = lambda v: str(v) if v is not None else f">{args.max_epochs}"  # noqa: E731
-        print(f"| {name} | {len(Xtr)} | {target} <= {value:.4f} | {fmt(e)} | {fmt(s)} | {ratio} |")
-    ep, sg = results["EigenPro"], results["SGD"]
-    print(f"|   ({name}: EigenPro k={ep['k']}, eta={ep['eta']:.3g}, {ep['s_per_epoch']:.2f} s/epoch "
-          f"+ {ep['setup']:.2f} s set-up; SGD eta={sg['eta']:.3g}, {sg['s_per_epoch']:.2f} s/epoch) | | | | | |")
+        results[label] = r = dict(hit=hit, hit_s=hit_s, curve=curve, k=est.n_eigenvectors_,
+                                  eta=est.eta_, s_per_epoch=est.history_["time"][-1] / epoch,
+                                  setup=setup, sigma=est.bandwidth_, batch=est.batch_size_)
+        print(f"  {name} ({len(Xtr)} rows) {label}: epochs to train MSE <= {train_target:.4f}: "
+              f"{hit['train'] or f'>{epoch}'}, to test error <= {test_target:.4f}: "
+              f"{hit['test'] or f'>{epoch}'}; k={r['k']}, eta={r['eta']:.3g}, "
+              f"{r['s_per_epoch']:.2f} s/epoch + {r['setup']:.2f} s set-up", flush=True)
     return dict(results=results, train_target=train_target, test_target=test_target)
