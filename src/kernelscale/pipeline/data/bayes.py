@@ -36,6 +36,7 @@ import numpy as np
 from ...rng import DATA_BAYES, block_generator
 from .errors import DataError
 from .generators import GENERATOR_BLOCK_ROWS as BLOCK_ROWS
+from .generators import blocks_of
 from .readers import Block
 
 DEFAULTS = {"seed": 0, "noise": 0.3}
@@ -48,8 +49,7 @@ _OUTER_BATCH = 4096  # outer nodes per vectorised piece: 4096 x 64 float64 tempo
 
 def check_params(params: dict, where: str = "generator") -> dict:
     """``params`` with defaults filled in; a one-line :class:`DataError` naming the key (under
-    ``where``) otherwise. The pipeline's schema checks types first; this is what a benchmark
-    calling the functions below directly gets."""
+    ``where``) otherwise (for callers of this module; the pipeline's schema checks first)."""
     for key in params:
         if key not in _KEYS:
             raise DataError(f"{where}.{key}: not a parameter of generator bayes "
@@ -85,8 +85,7 @@ def bayes_params(n_samples: int, n_features: int = 20, noise: float = 0.3,
 def _weights(seed: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     # numpy's default generator, as benchmarks/gpu.py drew them: the same f for the same seed
     rng = np.random.default_rng(seed)
-    w1 = rng.standard_normal(d) / math.sqrt(d)
-    w2 = rng.standard_normal(d) / math.sqrt(d)
+    w1, w2 = (rng.standard_normal(d) / math.sqrt(d) for _ in range(2))  # w1 first
     w1.setflags(write=False)
     w2.setflags(write=False)
     return w1, w2
@@ -120,29 +119,15 @@ def block(params: dict, index: int) -> tuple[np.ndarray, np.ndarray]:
     """Whole block ``index`` (BLOCK_ROWS rows, whatever n_samples is): X float32, y float64."""
     rng = block_generator(params["seed"], index, DATA_BAYES)
     X = rng.standard_normal((BLOCK_ROWS, params["n_features"])).astype(np.float32)
-    noise = rng.standard_normal(BLOCK_ROWS)
-    noise *= params["noise"]
-    noise += score(params, X)
-    return X, (noise > 0).astype(np.float64)
-
-
-def n_blocks(params: dict) -> int:
-    """Number of blocks of the ``n_samples`` rows."""
-    return math.ceil(params["n_samples"] / BLOCK_ROWS)
+    y = rng.standard_normal(BLOCK_ROWS) * params["noise"] + score(params, X) > 0
+    return X, y.astype(np.float64)
 
 
 def generate_bayes(params: dict, origin: str = "generator bayes",
                    blocks: Iterable[int] | None = None) -> Iterator[Block]:
     """Yield the blocks (all, or the indices ``blocks``) of the ``n_samples`` rows of checked
     ``params``, the last one cut at n_samples."""
-    n = params["n_samples"]
-    for index in range(n_blocks(params)) if blocks is None else blocks:
-        start = index * BLOCK_ROWS
-        if not 0 <= start < n:
-            raise IndexError(f"block {index} is outside the {n_blocks(params)} blocks")
-        X, y = block(params, index)
-        rows = min(BLOCK_ROWS, n - start)
-        yield Block(X[:rows], y[:rows], start, origin)
+    yield from blocks_of(params, lambda index, rows: block(params, index), origin, blocks)
 
 
 def bayes_chunks(params: dict, chunk_rows: int, start: int = 0, stop: int | None = None
@@ -175,11 +160,9 @@ def bayes_chunks(params: dict, chunk_rows: int, start: int = 0, stop: int | None
 
 def bayes_rows(params: dict, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``start .. stop - 1`` as one (X float32, y int8) pair: the same rows as any run."""
-    chunks = list(bayes_chunks(params, max(1, stop - start), start, stop))
-    if not chunks:
-        return (np.empty((0, params["n_features"]), dtype=np.float32),
-                np.empty(0, dtype=np.int8))
-    return chunks[0][1], chunks[0][2]
+    for _, X, y in bayes_chunks(params, max(1, stop - start), start, stop):
+        return X, y
+    return np.empty((0, params["n_features"]), dtype=np.float32), np.empty(0, dtype=np.int8)
 
 
 def orthant_error(mu: np.ndarray, tau: np.ndarray, sigma: float) -> np.ndarray:
@@ -246,8 +229,7 @@ def _bayes_error(seed: int, d: int, noise: float) -> tuple[float, float]:
 
 def bayes_error(params: dict) -> tuple[float, float]:
     """(Bayes error, estimate of its numerical error) of checked ``params``: the error rate of
-    1[f(x) > 0] on rows of the generating distribution; see the module docstring for the rule.
-    Cached per (seed, n_features, noise)."""
+    1[f(x) > 0] on rows of the generating distribution (the rule: the module docstring)."""
     return _bayes_error(int(params["seed"]), int(params["n_features"]), float(params["noise"]))
 
 

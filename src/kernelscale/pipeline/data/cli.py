@@ -1,9 +1,8 @@
 """``kernelscale download`` and ``kernelscale prepare``: the commands the Snakemake rules call.
 
-The main CLI (``kernelscale.pipeline.cli``) adds them with :func:`register`; ``python -m
-kernelscale.pipeline.data.cli`` runs them on their own. The dataset entry comes from ``--config
-config.yaml --dataset NAME`` or, as the rules pass it (so ``snakemake --config`` overrides
-count), from ``--spec-json '{...}' --dataset NAME``. Errors print one line and exit with 1.
+:func:`register` adds them to a CLI; ``python -m kernelscale.pipeline.data.cli`` runs them alone.
+The dataset entry comes from ``--config config.yaml --dataset NAME`` or ``--spec-json '{...}'
+--dataset NAME`` (as the rules pass it). Errors print one line and exit with 1.
 """
 
 from __future__ import annotations
@@ -29,12 +28,12 @@ def _add_spec_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    """Add the ``download`` and ``prepare`` subcommands to an argparse subparsers object."""
+    """Add the ``download``, ``checksum`` and ``prepare`` subcommands to argparse subparsers."""
+    from ..cli_common import add_dask_arguments, int_at_least
+
     download = subparsers.add_parser(
         "download", help="fetch a dataset's files into the cache and verify their sha256")
     _add_spec_arguments(download)
-    from ..cli_common import int_at_least
-
     download.add_argument("--retries", type=int_at_least(1), default=3)
     download.add_argument("--file", default=None,
                           help="fetch only this cached file name (one download job per file)")
@@ -53,8 +52,6 @@ def register(subparsers) -> None:
     prepare.add_argument("--out", required=True, help="output folder, e.g. results/data/NAME")
     prepare.add_argument("--threads", type=int_at_least(1), default=1,
                          help="BLAS threads (default 1)")
-    from ..cli_common import add_dask_arguments
-
     add_dask_arguments(prepare)
     prepare.set_defaults(func=run_prepare)
 
@@ -71,25 +68,20 @@ def _spec(args) -> dict:
     return validate_dataset_spec(args.dataset, entry)
 
 
-def _setup_logging() -> None:
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="%(asctime)s %(levelname)s %(message)s")
-    logging.getLogger("kernelscale.pipeline.data").setLevel(logging.INFO)
-
-
 def _one_line_errors(command):
-    """Turn a DataError into one line on stderr and exit status 1 (no traceback)."""
+    """Log INFO lines to stderr; turn a DataError into one line on stderr and exit status 1."""
     name = command.__name__.removeprefix("run_")
 
     def wrapper(args) -> int:
-        _setup_logging()
+        if not logging.getLogger().handlers:
+            logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                                format="%(asctime)s %(levelname)s %(message)s")
+        log.setLevel(logging.INFO)
         try:
             return command(args)
         except DataError as exc:
             print(f"kernelscale {name}: error: {exc}", file=sys.stderr)
             raise SystemExit(1) from None
-    wrapper.__doc__ = command.__doc__
     return wrapper
 
 
@@ -103,19 +95,8 @@ def run_download(args) -> int:
     if source_kind(spec) != "url":
         log.info("%s: %s source, nothing to download", args.dataset, source_kind(spec))
         return 0
-    if args.file is not None:
-        from .download import fetch, remote_files
-
-        wanted = [f for f in remote_files(args.dataset, spec, args.cache_dir)
-                  if f.path.name == args.file]
-        if not wanted:
-            raise DataError(f"datasets.{args.dataset}: no file named {args.file!r} among its "
-                            "urls")
-        paths = [fetch(f.url, f.sha256, f.path, label=f"{args.dataset}/{f.path.name}",
-                       key=f.key(args.dataset), retries=args.retries) for f in wanted]
-    else:
-        paths = download_dataset(args.dataset, spec, args.cache_dir, retries=args.retries)
-    for path in paths:
+    for path in download_dataset(args.dataset, spec, args.cache_dir, only=args.file,
+                                 retries=args.retries):
         print(path)
     return 0
 
@@ -148,15 +129,10 @@ def run_prepare(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernelscale-data", description=__doc__.split("\n")[0])
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    register(subparsers)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = argparse.ArgumentParser(prog="kernelscale-data", description=__doc__.split("\n")[0])
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
     return args.func(args)
 
 

@@ -24,15 +24,13 @@ to integers (bytes in float32).
 
 Block ``b`` (rows ``b * BLOCK_ROWS`` onwards) is a pure function of (seed, b), the source images
 and the parameters (``rng.block_generator(seed, b, rng.DATA_DEFORMED)``). Memory: one block plus
-the source set, never the output. :func:`deform` smooths the fields of 128 rows at a time by two
-matrix products and interpolates by four gathers; :func:`deform_reference` is the same
-computation written with ``scipy.ndimage`` over a whole block, the definition it is tested against.
+the source set, never the output. :func:`deform_reference` is :func:`deform` written with
+``scipy.ndimage``, the definition it is tested against.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -40,6 +38,7 @@ import numpy as np
 
 from ...rng import DATA_DEFORMED, block_generator
 from .generators import GENERATOR_BLOCK_ROWS as BLOCK_ROWS
+from .generators import blocks_of, n_blocks
 from .readers import Block
 from .readers.idx import load_idx_images
 
@@ -58,8 +57,7 @@ def _blas():
 @functools.lru_cache(maxsize=16)
 def smoothing_matrix(size: int, sigma: float) -> np.ndarray:
     """S with ``S @ v == gaussian_filter1d(v, sigma, mode="constant")`` for v of length ``size``:
-    the Gaussian filter of one image axis as a matrix, so a sub-block of fields is smoothed by
-    two matrix products."""
+    the Gaussian filter of one image axis as a matrix."""
     from scipy.ndimage import gaussian_filter1d
 
     S = gaussian_filter1d(np.eye(size), sigma, axis=0, mode="constant")
@@ -79,10 +77,7 @@ def _draw_pose(rng: np.random.Generator, rows: int, params: dict):
 def _noise(rng: np.random.Generator, rows: int, shape: tuple[int, int]) -> np.ndarray:
     """Uniform(-1, 1) displacement noise (rows, 2, h, w); float32 draws (half the random bits)
     made exact in float64. Drawing rows in pieces gives the same numbers as drawing them at once."""
-    u = rng.random((rows, 2, *shape), dtype=np.float32).astype(np.float64)
-    u *= 2.0
-    u -= 1.0
-    return u
+    return rng.random((rows, 2, *shape), dtype=np.float32).astype(np.float64) * 2.0 - 1.0
 
 
 def _base_coordinates(shape: tuple[int, int], shifts: np.ndarray, angles: np.ndarray):
@@ -155,9 +150,8 @@ def deform(images: np.ndarray, rng: np.random.Generator, params: dict, *,
 
 def deform_reference(images: np.ndarray, rng: np.random.Generator, params: dict, *,
                      rounded: bool = True) -> np.ndarray:
-    """:func:`deform` written directly with ``scipy.ndimage`` (``gaussian_filter`` on the fields,
-    ``map_coordinates`` order 1 on the whole stack), same draws: the definition :func:`deform`
-    is tested against."""
+    """:func:`deform` written with ``scipy.ndimage`` (``gaussian_filter`` on the fields,
+    ``map_coordinates`` order 1 on the whole stack), with the same draws."""
     from scipy.ndimage import gaussian_filter, map_coordinates
 
     m, h, w = images.shape
@@ -172,18 +166,11 @@ def deform_reference(images: np.ndarray, rng: np.random.Generator, params: dict,
     return np.rint(values).astype(np.float32) if rounded else values
 
 
-def n_blocks(params: dict) -> int:
-    """Number of blocks of the training set."""
-    return math.ceil(params["n_samples"] / BLOCK_ROWS)
-
-
 def deformed_block(params: dict, index: int, images: np.ndarray, labels: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Block ``index`` of the training set: X (rows, h * w) float32 and y (rows,) float64.
-
-    Row i is source image ``i mod N`` (N = len(images)); rows below N are the originals, the
-    others deformed with the random numbers of ``block_generator(seed, index, DATA_DEFORMED)``.
-    """
+    """Block ``index`` of the training set: X (rows, h * w) float32 and y (rows,) float64. Row i
+    is source image ``i mod N`` (N = len(images)); rows below N are the originals, the others
+    deformed with the random numbers of ``block_generator(seed, index, DATA_DEFORMED)``."""
     n_source = len(images)
     start = index * BLOCK_ROWS
     stop = min(params["n_samples"], start + BLOCK_ROWS)
@@ -207,6 +194,5 @@ def generate_deformed(params: dict, origin: str = "generator deformed",
     """Yield the training blocks (all, or the indices ``blocks``) of validated ``params``."""
     images, labels = load_idx_images(Path(params["path"]).expanduser(),
                                      Path(params["labels_path"]).expanduser())
-    for index in range(n_blocks(params)) if blocks is None else blocks:
-        X, y = deformed_block(params, index, images, labels)
-        yield Block(X, y, index * BLOCK_ROWS, origin)
+    yield from blocks_of(params, lambda index, rows: deformed_block(params, index, images, labels),
+                         origin, blocks)

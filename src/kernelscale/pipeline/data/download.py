@@ -1,28 +1,26 @@
 """Fetch dataset files into a local cache, verified by sha256.
 
-* Cache directory: ``results/downloads`` (relative to the working directory), or
-  ``$KERNELSCALE_CACHE``, or an explicit argument; files live in ``<cache>/<dataset>/<filename>``.
-* Mirror: ``$KERNELSCALE_MIRROR`` (e.g. ``https://mirror.example.org/libsvm``) replaces the
-  scheme, host and directory of every URL and keeps the file name, for clusters whose compute
-  nodes only reach an internal mirror.
-* A file is written to ``<name>.part`` while downloading, hashed on the fly, and renamed into
-  place only when its sha256 matches. A mismatching or empty file is deleted and never used.
-* Transient failures (connection errors, timeouts, HTTP 5xx/408/429, truncated transfers) are
-  retried with exponential backoff; a 404 is not.
-* A file whose sha256 is not known yet (``sha256: TODO-verify-on-first-download``) is trusted on
-  first download: its sha256 is logged with the key to paste it into and *pinned* beside it in
-  ``<name>.sha256`` (``sha256sum -c`` format); every later use, cached or downloaded again, must
-  match the pin. ``$KERNELSCALE_REQUIRE_SHA256=1`` refuses such files instead (one line with the
-  sha256 of what the server sent, the file deleted). The pipeline repeats the pinned sha256 at
-  the end of a run (``plan.unverified_checksum_lines``).
+Files live in ``<cache>/<dataset>/<filename>``; the cache is an explicit argument, else
+``$KERNELSCALE_CACHE``, else ``results/downloads``. ``$KERNELSCALE_MIRROR`` replaces the scheme,
+host and directory of every URL and keeps the file name. A download goes to ``<name>.part``,
+hashed on the fly, and is renamed into place only when its sha256 matches; a mismatching or
+empty file is deleted. Transient failures (connection errors, timeouts, HTTP 5xx/408/429,
+truncated transfers) are retried with exponential backoff; a 404 is not.
+
+A file whose sha256 is ``TODO-verify-on-first-download`` is trusted on first download: its
+sha256 is logged with the key to paste it into and pinned in ``<name>.sha256`` (``sha256sum -c``
+format); every later use must match the pin. ``$KERNELSCALE_REQUIRE_SHA256=1`` refuses such
+files instead (one line with the sha256 of what the server sent, the file deleted).
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.client
+import itertools
 import logging
 import os
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -75,9 +73,7 @@ def file_name(url: str, filename: str | None = None) -> str:
 def apply_mirror(url: str, mirror: str | None = None) -> str:
     """``url`` with scheme, host and directory replaced by ``$KERNELSCALE_MIRROR`` if set."""
     mirror = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
-    if not mirror:
-        return url
-    return mirror.rstrip("/") + "/" + file_name(url)
+    return mirror.rstrip("/") + "/" + file_name(url) if mirror else url
 
 
 def remote_files(name: str, spec: dict, cache: str | os.PathLike | None = None) -> list[RemoteFile]:
@@ -124,90 +120,61 @@ def read_pin(dest: str | os.PathLike) -> str | None:
 def fetch(url: str, sha256: str, dest: str | os.PathLike, *, retries: int = 3,
           backoff_s: float = 1.0, timeout_s: float = 60.0, mirror: str | None = None,
           label: str | None = None, key: str | None = None) -> Path:
-    """Download ``url`` to ``dest`` unless a file with the right sha256 is already there.
-
-    Returns ``dest``. Raises :class:`DataError` (one line) if the download keeps failing, the
-    file is empty, or its sha256 differs; a bad file is deleted. ``sha256`` may be
-    ``TODO-verify-on-first-download`` (see the module docstring); ``key`` is the config key to
-    name in the messages (default: ``label``).
-    """
+    """Download ``url`` to ``dest`` unless a file with the right sha256 is already there; return
+    ``dest``. A one-line :class:`DataError` if the download keeps failing, the file is empty or
+    its sha256 differs (the file deleted). ``sha256`` may be ``TODO-verify-on-first-download``
+    (module docstring); ``key`` is the config key to name in messages (default ``label``)."""
     dest = Path(dest)
     label = label or dest.name
-    if sha256 == TODO_SHA256:
-        return _fetch_unknown(url, dest, retries, backoff_s, timeout_s, mirror, label,
-                              key or label)
-    sha256 = sha256.lower()
-    if dest.exists():
-        if dest.stat().st_size > 0 and sha256_of(dest) == sha256:
-            log.info("%s: cached at %s (sha256 ok)", label, dest)
-            return dest
-        log.warning("%s: cached file %s has the wrong sha256 or is empty; downloading again",
-                    label, dest)
-        dest.unlink()
-    source, part, digest, size = _download_part(url, dest, retries, backoff_s, timeout_s,
-                                                mirror, label)
-    if digest != sha256:
-        part.unlink(missing_ok=True)
-        raise DataError(f"{label}: sha256 mismatch for {source}: expected {sha256}, got "
-                        f"{digest}; the file was deleted")
-    os.replace(part, dest)
-    log.info("%s: downloaded %s (%d bytes, sha256 ok)", label, dest, size)
-    return dest
-
-
-def _fetch_unknown(url: str, dest: Path, retries: int, backoff_s: float, timeout_s: float,
-                   mirror: str | None, label: str, key: str) -> Path:
-    """``fetch`` of a file whose sha256 the config does not know yet: trust on first use, then
-    hold every later use to the pinned sha256 (or refuse it when ``$KERNELSCALE_REQUIRE_SHA256``
-    is set)."""
-    strict = os.environ.get(REQUIRE_ENV, "").strip().lower() not in ("", "0", "false", "no")
-    pinned = None if strict else read_pin(dest)
+    key = key or label
+    unknown = sha256 == TODO_SHA256
+    required = os.environ.get(REQUIRE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    strict = unknown and required
+    pinned = read_pin(dest) if unknown and not strict else None
+    expected = pinned if unknown else sha256.lower()
     if dest.exists() and not strict:
         digest = sha256_of(dest) if dest.stat().st_size > 0 else None
-        if digest is not None and digest == (pinned or digest):
+        if digest is not None and digest == (expected or digest):
+            if not unknown:
+                log.info("%s: cached at %s (sha256 ok)", label, dest)
+                return dest
             if pinned is None:  # put there by hand: it becomes the pin
                 _pin(dest, digest, url, key, dest.stat().st_size)
             log.warning("%s: cached at %s; %s is not filled in, the file matches the sha256 "
                         "pinned at its first download (%s): paste it there once checked",
                         label, dest, key, digest)
             return dest
-        log.warning("%s: cached file %s does not match its pinned sha256 or is empty; "
-                    "downloading again", label, dest)
+        log.warning("%s: cached file %s %s or is empty; downloading again", label, dest,
+                    "does not match its pinned sha256" if unknown else "has the wrong sha256")
         dest.unlink()
-    source, part, digest, size = _download_part(url, dest, retries, backoff_s, timeout_s,
-                                                mirror, label)
-    if strict:
-        part.unlink(missing_ok=True)
-        raise DataError(f"{key}: not filled in ({TODO_SHA256}) and ${REQUIRE_ENV} is set: "
-                        f"{source} sent {size} bytes with sha256 {digest}; check it against a "
-                        "trusted source and paste it there (the file was deleted)")
-    if pinned is not None and digest != pinned:
-        part.unlink(missing_ok=True)
-        raise DataError(f"{label}: sha256 mismatch for {source}: got {digest}, but the first "
-                        f"download had {pinned} (pinned in {pin_path(dest)}); the file was "
-                        "deleted")
-    os.replace(part, dest)
-    if pinned is None:
-        _pin(dest, digest, source, key, size)
-    return dest
-
-
-def _download_part(url: str, dest: Path, retries: int, backoff_s: float, timeout_s: float,
-                   mirror: str | None, label: str) -> tuple[str, Path, str, int]:
-    """Download ``url`` (through ``mirror``) to ``dest``'s ``.part`` file: (source, part, sha256,
-    size); an empty answer is a one-line DataError and leaves no part file."""
     source = apply_mirror(url, mirror)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     digest, size = _download_with_retries(source, part, label, retries, backoff_s, timeout_s)
     if size == 0:
+        problem = f"{label}: {source} returned an empty file; not used"
+    elif strict:
+        problem = (f"{key}: not filled in ({TODO_SHA256}) and ${REQUIRE_ENV} is set: {source} "
+                   f"sent {size} bytes with sha256 {digest}; check it against a trusted source "
+                   "and paste it there (the file was deleted)")
+    elif expected is not None and digest != expected:
+        problem = (f"{label}: sha256 mismatch for {source}: " + (
+            f"got {digest}, but the first download had {pinned} (pinned in {pin_path(dest)})"
+            if unknown else f"expected {expected}, got {digest}") + "; the file was deleted")
+    else:
+        problem = None
+    if problem is not None:
         part.unlink(missing_ok=True)
-        raise DataError(f"{label}: {source} returned an empty file; not used")
-    return source, part, digest, size
+        raise DataError(problem)
+    os.replace(part, dest)
+    if not unknown:
+        log.info("%s: downloaded %s (%d bytes, sha256 ok)", label, dest, size)
+    elif pinned is None:
+        _pin(dest, digest, source, key, size)
+    return dest
 
 
 def _pin(dest: Path, digest: str, source: str, key: str, size: int) -> None:
-    # sha256sum's format: `sha256sum -c` checks the cached file against it
     tmp = pin_path(dest).with_name(pin_path(dest).name + ".tmp")
     tmp.write_text(f"{digest}  {dest.name}\n")
     os.replace(tmp, pin_path(dest))
@@ -219,9 +186,7 @@ def _pin(dest: Path, digest: str, source: str, key: str, size: int) -> None:
 def _download_with_retries(source: str, part: Path, label: str, retries: int,
                            backoff_s: float, timeout_s: float) -> tuple[str, int]:
     """Download into ``part`` with exponential backoff on transient failures."""
-    attempt = 0
-    while True:
-        attempt += 1
+    for attempt in itertools.count(1):
         try:
             return _download_once(source, part, label, timeout_s)
         except _Transient as exc:
@@ -240,10 +205,7 @@ def _download_with_retries(source: str, part: Path, label: str, retries: int,
 def remote_sha256(url: str, *, retries: int = 3, backoff_s: float = 1.0,
                   timeout_s: float = 60.0, mirror: str | None = None) -> tuple[str, int]:
     """(sha256, size) of the file at ``url`` (mirror applied), downloaded to a temporary file
-    that is deleted afterwards: for filling in a new dataset entry's ``sha256``. Only as
-    trustworthy as the network path it was fetched over."""
-    import tempfile
-
+    that is deleted afterwards: for filling in a new dataset entry's ``sha256``."""
     source = apply_mirror(url, mirror)
     with tempfile.TemporaryDirectory(prefix="kernelscale-sha256-") as tmp:
         return _download_with_retries(source, Path(tmp) / "file", file_name(url), retries,
@@ -257,8 +219,7 @@ def _download_once(url: str, part: Path, label: str, timeout_s: float) -> tuple[
     size = 0
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response, open(part, "wb") as out:
-            expected = response.headers.get("Content-Length") if hasattr(response, "headers") \
-                else None
+            expected = response.headers.get("Content-Length")
             total = int(expected) if expected and expected.isdigit() else None
             with progress(total, f"download {label}", unit="B") as bar:
                 while block := response.read(_BLOCK):
@@ -283,8 +244,11 @@ def _download_once(url: str, part: Path, label: str, timeout_s: float) -> tuple[
 
 
 def download_dataset(name: str, spec: dict, cache: str | os.PathLike | None = None,
-                     **fetch_options) -> list[Path]:
-    """Fetch every file of a url-sourced dataset into the cache; return their paths."""
+                     only: str | None = None, **fetch_options) -> list[Path]:
+    """Fetch every file (``only``: the one of that cached name) of a url-sourced dataset into the
+    cache; return their paths."""
+    files = [f for f in remote_files(name, spec, cache) if only in (None, f.path.name)]
+    if only is not None and not files:
+        raise DataError(f"datasets.{name}: no file named {only!r} among its urls")
     return [fetch(f.url, f.sha256, f.path, label=f"{name}/{f.path.name}", key=f.key(name),
-                  **fetch_options)
-            for f in remote_files(name, spec, cache)]
+                  **fetch_options) for f in files]

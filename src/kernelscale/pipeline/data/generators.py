@@ -1,10 +1,9 @@
 """Synthetic datasets generated block by block, so any size streams in bounded memory.
 
 Every block of ``GENERATOR_BLOCK_ROWS`` rows is a pure function of (seed, block index) via the
-counter-based streams of :mod:`kernelscale.rng`; the model (class centroids, mixing matrices,
-the regression function) is a function of the seed alone. The data therefore do not depend on
-``chunk_rows`` or on the order blocks are generated in, and a second pass regenerates exactly
-the same rows.
+counter-based streams of :mod:`kernelscale.rng`, and the model (centroids, mixing matrices, the
+regression function) of the seed alone: the rows depend neither on ``chunk_rows`` nor on the
+order blocks are made in.
 
 * ``classification`` -- like ``sklearn.datasets.make_classification``: each class is a Gaussian
   cluster around a vertex of a hypercube (side ``2 * class_sep``) in the first ``n_informative``
@@ -13,15 +12,14 @@ the same rows.
 * ``regression`` -- x ~ N(0, I); y = f(x) + noise * N(0, 1) with f a smooth random function
   (a sum of 32 random cosines, i.e. a function of the Gaussian kernel's RKHS).
 * ``blobs`` -- isotropic Gaussian blobs (``cluster_std``) around ``centers`` random centres.
-* ``deformed`` -- elastic deformations and translations of IDX images, MNIST-8M's construction:
-  :mod:`.deformed` (same block size, its own random stream).
-* ``bayes`` -- binary labels 1[f(x) + noise * e > 0] with f known, so the Bayes error is known:
-  :mod:`.bayes` (same block size, its own random stream).
+* ``deformed`` (MNIST-8M's construction on IDX images) and ``bayes`` (a known Bayes error):
+  :mod:`.deformed` and :mod:`.bayes`, with the same block size and their own random streams.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -32,16 +30,36 @@ GENERATOR_BLOCK_ROWS = 8192
 _N_COSINES = 32
 
 
+def n_blocks(params: dict) -> int:
+    """Number of blocks of the ``n_samples`` rows."""
+    return math.ceil(params["n_samples"] / GENERATOR_BLOCK_ROWS)
+
+
+def blocks_of(params: dict, make, origin: str, blocks: Iterable[int] | None = None
+              ) -> Iterator[Block]:
+    """The blocks (all, or the indices ``blocks`` in their order) of the ``n_samples`` rows of
+    ``params``: ``make(index, rows)`` gives block ``index`` as (X, y), cut here to its ``rows``
+    rows (the last block is shorter); an index past the rows is an IndexError."""
+    n = params["n_samples"]
+    for index in range(n_blocks(params)) if blocks is None else blocks:
+        start = index * GENERATOR_BLOCK_ROWS
+        if not 0 <= start < n:
+            raise IndexError(f"block {index} is outside the {n_blocks(params)} blocks")
+        rows = min(GENERATOR_BLOCK_ROWS, n - start)
+        X, y = make(index, rows)
+        yield Block(X[:rows], y[:rows], start, origin)
+
+
 def generate(params: dict, origin: str = "generator") -> Iterator[Block]:
     """Yield the blocks of the dataset described by validated generator ``params`` (one of
     classification, regression, blobs)."""
     model = _MODELS[params["name"]](params, block_generator(params["seed"], 0, DATA_MODEL))
-    n = params["n_samples"]
-    for index, start in enumerate(range(0, n, GENERATOR_BLOCK_ROWS)):
-        rows = min(GENERATOR_BLOCK_ROWS, n - start)
-        rng = block_generator(params["seed"], index, DATA_ROWS)
-        X, y = model(rng, rows)
-        yield Block(X.astype(np.float32), y.astype(np.float64), start, origin)
+
+    def make(index: int, rows: int):
+        X, y = model(block_generator(params["seed"], index, DATA_ROWS), rows)
+        return X.astype(np.float32), y.astype(np.float64)
+
+    yield from blocks_of(params, make, origin)
 
 
 def _classification(params: dict, rng: np.random.Generator):

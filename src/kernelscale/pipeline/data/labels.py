@@ -27,20 +27,13 @@ def check_finite(block: Block) -> None:
 
 
 class LabelCheck:
-    """Collects the class values of a classification task, rejecting labels that do not fit.
-
-    A non-integer label or more than ``MAX_CLASSES`` distinct values in a classification task
-    almost always means a regression file was configured with the wrong task.
-    """
+    """Collects the class values of a classification task; a non-integer label or more than
+    ``MAX_CLASSES`` distinct values is an error (regression data with the wrong task?)."""
 
     def __init__(self, task: str):
-        self.task = task
+        self.task, self.classification = task, task != "regression"
         self.values: set[float] = set()
         self.origins: list[str] = []
-
-    @property
-    def classification(self) -> bool:
-        return self.task != "regression"
 
     def update(self, block: Block) -> None:
         y = block.y

@@ -3,18 +3,14 @@
 Two streaming passes over the source, so memory depends on the block size, never on n:
 
 1. *scan*: check every row (finite features, labels that fit the task), count train/test rows,
-   find the feature count, collect the classes, and accumulate mean/variance (and the scatter
-   matrix for PCA) over the training rows with Chan's merge; under ``spread.use_client``
-   the blocks' PCA moments are computed on the dask cluster and merged here in row order (the
-   same numbers as without it);
-2. *write*: read the source again, map labels to class indices, standardize and project each
-   block (``preprocess.normalize: l2``: then scale each row to unit L2 norm), split it, and
-   append the rows to ``X_train``/``X_test`` (``preprocess.sparse``: CSR rows, scaled without
-   centring, written as ``kernelscale.io.CSRWriter`` stores) ...
+   find the feature count and the classes, and accumulate the moments of the training rows
+   (their PCA part on the dask cluster under ``spread.use_client``: the same numbers);
+2. *write*: read the source again, map labels to class indices, transform each block
+   (:class:`Transform`), split it and append the rows to the arrays of :mod:`.store`
+   (``preprocess.sparse``: CSR stores).
 
-Everything is written into a temporary folder beside ``out_dir`` that replaces ``out_dir`` by
-one rename at the end, ``meta.json`` last; on any error the temporary folder is removed, so
-``out_dir`` is either the previous complete result or the new complete one.
+Everything is written into a temporary folder that replaces ``out_dir`` by one rename at the
+end, ``meta.json`` last, so ``out_dir`` is either the previous complete result or the new one.
 """
 
 from __future__ import annotations
@@ -27,27 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse
 from sklearn.preprocessing import normalize
 
 from ... import __version__
 from ...spread.cluster import client_from_setting, current_client, n_threads, use_client
+from . import store
 from .errors import DataError
 from .labels import LabelCheck, check_finite
 from .progress import progress
 from .sources import Source, open_source
+from .spec import validate_dataset_spec
 from .split import test_mask
 from .stats import RunningMoments, block_moments, pca_from_moments, standardizer
-from .store import (
-    CHECKSUMS_KEY,
-    META_FILE,
-    ZARR_DIR,
-    ChunkedWriter,
-    SparseWriter,
-    chunk_checksums,
-    publish,
-    staging_dir,
-    write_json_atomic,
-)
 
 log = logging.getLogger("kernelscale.pipeline.data")
 
@@ -83,27 +71,18 @@ class Transform:
     normalize: str | None = None  # "l2": unit rows, last
 
     def apply(self, X: np.ndarray) -> np.ndarray:
-        if hasattr(X, "tocsr"):  # sparse rows (preprocess.sparse): scaled only, never centred
-            if self.scale is None and self.normalize is None:
-                return X.tocsr()
-            import scipy.sparse
-
-            Z = X.tocsr().astype(np.float64)
-            if self.scale is not None:
-                Z = Z @ scipy.sparse.diags(1.0 / self.scale)
-            if self.normalize is not None:
-                Z = normalize(Z, norm="l2", copy=False)
-            return Z.astype(np.float32).tocsr()
-        if self.shift is None and self.axes is None and self.normalize is None:
-            return X
-        Z = X.astype(np.float64)
-        if self.shift is not None:
-            Z = (Z - self.shift) / self.scale
+        """Rows X transformed: float32, CSR for CSR rows (scaled only, never centred)."""
+        sparse = hasattr(X, "tocsr")
+        if self.scale is None and self.axes is None and self.normalize is None:
+            return X.tocsr() if sparse else X
+        Z = (X.tocsr() if sparse else X).astype(np.float64)
+        if self.scale is not None:
+            Z = Z @ scipy.sparse.diags(1 / self.scale) if sparse else (Z - self.shift) / self.scale
         if self.axes is not None:
             Z = (Z - self.centre) @ self.axes
         if self.normalize is not None:
             Z = normalize(Z, norm="l2", copy=False)
-        return Z.astype(np.float32)
+        return Z.astype(np.float32).tocsr() if sparse else Z.astype(np.float32)
 
 
 def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
@@ -111,10 +90,9 @@ def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
                     dask_scheduler: str | None = None, dask_workers: int | None = None) -> dict:
     """Prepare ``datasets.<name>`` into ``out_dir`` (data.zarr + meta.json); return the meta.
 
-    ``cache_dir`` is where url sources are (or get) downloaded; see :mod:`.download`.
-    ``threads`` caps the BLAS threads.
+    ``cache_dir``: where url sources are (or get) downloaded; ``threads`` caps the BLAS threads;
     ``dask_scheduler``: "local" or a scheduler address to compute PCA moments on (see
-    ``spread.client_from_setting``); None keeps the caller's ``use_client`` setting.
+    ``spread.client_from_setting``), None keeps the caller's ``use_client`` setting.
     Raises :class:`DataError` with a one-line message on bad config or bad data.
     """
     from threadpoolctl import threadpool_limits
@@ -127,26 +105,23 @@ def prepare_dataset(name: str, spec: dict, out_dir: str | Path,
 
 
 def _prepare(name: str, spec: dict, out_dir: str | Path, cache_dir: str | Path | None) -> dict:
-    from .spec import validate_dataset_spec
-
     started = time.monotonic()
     spec = validate_dataset_spec(name, spec)
     out_dir = Path(out_dir)
     source = open_source(name, spec, cache_dir)
     scan = scan_source(name, spec, source)
     transform = fit_transform(name, spec, scan)
-    staging = None
+    staging = store.staging_dir(out_dir)
     try:
-        staging = staging_dir(out_dir)
-        hashes, chunk_rows = write_arrays(name, spec, source, scan, transform, staging / ZARR_DIR)
+        zarr_dir = staging / store.ZARR_DIR
+        hashes, chunk_rows = write_arrays(name, spec, source, scan, transform, zarr_dir)
         meta = build_meta(name, spec, source, scan, transform, hashes, chunk_rows)
         # what train checks before reading (store.verify_prepared): every file as written
-        meta[CHECKSUMS_KEY] = chunk_checksums(staging / ZARR_DIR)
-        write_json_atomic(staging / META_FILE, meta)  # last: its presence means complete
-        publish(staging, out_dir)
+        meta[store.CHECKSUMS_KEY] = store.chunk_checksums(zarr_dir)
+        store.write_json_atomic(staging / store.META_FILE, meta)  # last: presence means complete
+        store.publish(staging, out_dir)
     except BaseException:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
         raise
     log.info("%s: prepared %d train + %d test rows x %d features in %.1f s -> %s", name,
              scan.n_train, scan.n_test, meta["d"], time.monotonic() - started, out_dir)
@@ -159,14 +134,20 @@ def _block_rows(spec: dict, width: int | None) -> int:
     return max(1, min(spec["chunk_rows"], READ_BLOCK_VALUES // max(width, 1)))
 
 
-def _known_width(spec: dict) -> int | None:
-    if "generator" in spec:
-        return spec["generator"].get("n_features")  # deformed: known once its files are read
-    return spec.get("n_features")
-
-
-def _total_rows(spec: dict) -> int | None:
-    return spec["generator"]["n_samples"] if "generator" in spec else None
+def _split_blocks(source: Source, spec: dict, block_rows: int, width: int | None):
+    """``(block, train rows, test rows)`` for every block of the source: the rows as split by
+    ``spec["split"]`` (or all train), then those of the test file (all test)."""
+    split = spec.get("split")
+    every, none = slice(None), slice(0, 0)
+    for block in source.train(block_rows, width):
+        if split is None:
+            yield block, every, none
+        else:
+            is_test = test_mask(split["seed"], block.first_row, len(block), split["test_size"])
+            yield block, ~is_test, is_test
+    if source.test is not None:
+        for block in source.test(block_rows, width):
+            yield block, none, every
 
 
 def scan_source(name: str, spec: dict, source: Source) -> Scan:
@@ -174,42 +155,26 @@ def scan_source(name: str, spec: dict, source: Source) -> Scan:
     preprocess = spec["preprocess"]
     want_moments = preprocess["standardize"] or preprocess["pca"] is not None
     moments = RunningMoments(full=preprocess["pca"] is not None) if want_moments else None
+    add_moments = _MomentsOnCluster(moments) if moments is not None else None
     labels = LabelCheck(spec["task"])
-    split = spec.get("split")
     n_train = n_test = 0
     width: int | None = None
-    block_rows = _block_rows(spec, _known_width(spec))
-    add_moments = _MomentsOnCluster(moments) if moments is not None else None
-
-    def check_width(block) -> None:
-        nonlocal width
-        w = block.X.shape[1]
-        if width is not None and w != width and source.fixed_width:
-            raise block.fail(0, f"has {w} features, earlier rows have {width}")
-        width = w if width is None else max(width, w)
-
-    with progress(_total_rows(spec), f"{name}: scan") as bar:
-        for block in source.train(block_rows, None):
+    generator = spec.get("generator", {})  # deformed: width known once its files are read
+    block_rows = _block_rows(spec, generator.get("n_features", spec.get("n_features")))
+    with progress(generator.get("n_samples"), f"{name}: scan") as bar:
+        for block, train, _ in _split_blocks(source, spec, block_rows, None):
             check_finite(block)
             labels.update(block)
-            check_width(block)
-            train_X = block.X
-            if split is not None:
-                is_test = test_mask(split["seed"], block.first_row, len(block),
-                                    split["test_size"])
-                train_X = block.X[~is_test]
-                n_test += int(is_test.sum())
+            w = block.X.shape[1]
+            if width is not None and w != width and source.fixed_width:
+                raise block.fail(0, f"has {w} features, earlier rows have {width}")
+            width = w if width is None else max(width, w)
+            train_X = block.X[train]
             n_train += train_X.shape[0]
+            n_test += len(block) - train_X.shape[0]
             if moments is not None:
                 add_moments(train_X)
             bar.update(len(block))
-        if source.test is not None:
-            for block in source.test(block_rows, None):
-                check_finite(block)
-                labels.update(block)
-                check_width(block)
-                n_test += len(block)
-                bar.update(len(block))
     if n_train == 0:
         raise DataError(f"datasets.{name}: no training rows (the split put every row in the "
                         "test set)")
@@ -220,10 +185,8 @@ def scan_source(name: str, spec: dict, source: Source) -> Scan:
 
 
 class _MomentsOnCluster:
-    """``moments.update`` for each block, with the PCA scatter products (O(rows d^2)) computed on
-    the current dask client when there is one: blocks go out as they are read (a few in flight,
-    so memory stays bounded) and are merged in row order at the width ``update`` would use, so
-    the moments are the same as the local ones."""
+    """``moments.update`` for each block, the PCA scatter products computed on the current dask
+    client if any (a few blocks in flight) and merged in row order: the same moments."""
 
     def __init__(self, moments: RunningMoments):
         self.moments = moments
@@ -259,10 +222,9 @@ def fit_transform(name: str, spec: dict, scan: Scan) -> Transform:
             transform.shift = None  # scale only: centring would fill every zero
     pca = preprocess["pca"]
     if pca is not None:
-        where = f"datasets.{name}.preprocess.pca.n_components"
         if pca["n_components"] > scan.width:
-            raise DataError(f"{where}: {pca['n_components']} is more than the {scan.width} "
-                            "features")
+            raise DataError(f"datasets.{name}.preprocess.pca.n_components: {pca['n_components']} "
+                            f"is more than the {scan.width} features")
         if scan.width > MAX_PCA_WIDTH:
             raise DataError(f"datasets.{name}.preprocess.pca: {scan.width} features is more "
                             f"than the {MAX_PCA_WIDTH} this PCA (d x d covariance) supports")
@@ -275,10 +237,8 @@ def fit_transform(name: str, spec: dict, scan: Scan) -> Transform:
 
 def write_arrays(name: str, spec: dict, source: Source, scan: Scan, transform: Transform,
                  zarr_path: Path) -> tuple[dict, int]:
-    """Pass 2: transform and split each block, append rows to the Zarr arrays.
-
-    Returns (sha256 per array, rows per chunk).
-    """
+    """Pass 2: transform and split each block, append its rows to the Zarr arrays; return
+    (sha256 per array, rows per chunk)."""
     import zarr
 
     d = scan.width if transform.axes is None else transform.axes.shape[1]
@@ -287,45 +247,28 @@ def write_arrays(name: str, spec: dict, source: Source, scan: Scan, transform: T
     group = zarr.open_group(str(zarr_path), mode="w", zarr_format=3)
     writers = {}
     for part, n in (("train", scan.n_train), ("test", scan.n_test)):
-        writers[f"X_{part}"] = (SparseWriter(group, f"X_{part}", n, d, chunk_rows)
+        writers[f"X_{part}"] = (store.SparseWriter(group, f"X_{part}", n, d, chunk_rows)
                                 if spec["preprocess"].get("sparse") else
-                                ChunkedWriter(group.create_array(
+                                store.ChunkedWriter(group.create_array(
                                     f"X_{part}", shape=(n, d), chunks=(chunk_rows, d),
                                     dtype="float32")))
-        writers[f"y_{part}"] = ChunkedWriter(group.create_array(
+        writers[f"y_{part}"] = store.ChunkedWriter(group.create_array(
             f"y_{part}", shape=(n,), chunks=(chunk_rows,), dtype=y_dtype))
     if transform.axes is not None:
         components = group.create_array("pca_components", shape=transform.axes.T.shape,
                                         chunks=transform.axes.T.shape, dtype="float64")
         components[:] = transform.axes.T
 
-    def labels_of(y: np.ndarray) -> np.ndarray:
-        return y if scan.classes is None else np.searchsorted(scan.classes, y)
-
-    split = spec.get("split")
     block_rows = _block_rows(spec, scan.width)
     with progress(scan.n_train + scan.n_test, f"{name}: write") as bar:
-        for block in source.train(block_rows, scan.width):
-            X, y = transform.apply(block.X), labels_of(block.y)
-            if split is not None:
-                is_test = test_mask(split["seed"], block.first_row, len(block),
-                                    split["test_size"])
-                writers["X_test"].append(X[is_test])
-                writers["y_test"].append(y[is_test])
-                X, y = X[~is_test], y[~is_test]
-            writers["X_train"].append(X)
-            writers["y_train"].append(y)
+        for block, train, test in _split_blocks(source, spec, block_rows, scan.width):
+            X = transform.apply(block.X)
+            y = block.y if scan.classes is None else np.searchsorted(scan.classes, block.y)
+            for part, rows in (("train", train), ("test", test)):
+                writers[f"X_{part}"].append(X[rows])
+                writers[f"y_{part}"].append(y[rows])
             bar.update(len(block))
-        if source.test is not None:
-            for block in source.test(block_rows, scan.width):
-                writers["X_test"].append(transform.apply(block.X))
-                writers["y_test"].append(labels_of(block.y))
-                bar.update(len(block))
     return {key: writer.close() for key, writer in writers.items()}, chunk_rows
-
-
-def _plain_number(value: float):
-    return int(value) if float(value).is_integer() else float(value)
 
 
 def build_meta(name: str, spec: dict, source: Source, scan: Scan, transform: Transform,
@@ -340,7 +283,8 @@ def build_meta(name: str, spec: dict, source: Source, scan: Scan, transform: Tra
         "d": scan.width if transform.axes is None else int(transform.axes.shape[1]),
         "d_raw": scan.width,
         **({"sparse": True} if spec["preprocess"].get("sparse") else {}),
-        "classes": None if scan.classes is None else [_plain_number(c) for c in scan.classes],
+        "classes": None if scan.classes is None else [
+            int(c) if float(c).is_integer() else float(c) for c in scan.classes],
         "chunk_rows": chunk_rows,
         "standardize": None if transform.scale is None else {
             "mean": None if transform.shift is None else transform.shift.tolist(),

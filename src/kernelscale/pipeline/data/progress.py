@@ -1,11 +1,9 @@
-"""Progress reporting: a tqdm bar on a terminal, plain log lines otherwise.
-
-Off a terminal (Snakemake and Slurm redirect stderr to log files) a short line is logged every
-~10 % and at the end.
-"""
+"""Progress reporting: a tqdm bar on a terminal, otherwise a log line every ~10 % and at the
+end."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
@@ -18,7 +16,7 @@ def on_terminal() -> bool:
     return hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
 
 
-class _LogLines:
+class _LogLines(contextlib.AbstractContextManager):
     """Minimal tqdm stand-in that logs ``desc: done/total unit (pct, rate)`` at 10 % steps."""
 
     def __init__(self, total: int | None, desc: str, unit: str):
@@ -51,9 +49,6 @@ class _LogLines:
     def close(self) -> None:
         if not self.total or self.n < self.total:
             self._report(time.monotonic())
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc) -> None:
         if exc[0] is None:

@@ -1,9 +1,5 @@
-"""Helpers for the data stage's Snakemake rules (download.smk, prepare.smk).
-
-Rules stay thin: they ask these functions which files a dataset needs and how much memory and
-time its preparation gets, and call the CLI. Everything here reads the (schema-validated)
-``config`` dict that Snakemake loaded.
-"""
+"""Helpers for the data stage's Snakemake rules (download.smk, prepare.smk): which files a
+dataset needs and what its preparation gets, from the ``config`` dict Snakemake loaded."""
 
 from __future__ import annotations
 
@@ -50,25 +46,18 @@ def prepare_inputs(config: dict, dataset: str, cache: str | Path | None = None) 
     """Files ``prepare`` reads: cached downloads (url), local files (path, generator deformed);
     else none."""
     spec = _spec(config, dataset)
-    kind = source_kind(spec)
-    if is_deformed(spec):
-        from .deformed import FILE_KEYS
-
-        return [str(Path(spec["generator"][key]).expanduser()) for key in FILE_KEYS]
-    if kind == "url":
+    if source_kind(spec) == "url":
         return [str(f.path) for f in remote_files(dataset, spec, cache)]
-    if kind == "path":
-        return [str(Path(spec[f"{role}path"]).expanduser()) for role in FILE_ROLES
-                if f"{role}path" in spec]
-    return []
+    entry = spec.get("generator", spec)  # deformed: the generator names its files
+    return [str(Path(entry[f"{role}path"]).expanduser()) for role in FILE_ROLES
+            if f"{role}path" in entry]
 
 
 def prepare_resources(config: dict, dataset: str) -> dict:
     """threads, mem_mb and runtime (minutes) for preparing ``dataset``.
 
-    ``resources.prepare`` in the config wins; otherwise memory is estimated from one read block
-    (<= 16 MiB of float32, held a few times over as float64 copies and write buffers) plus one
-    chunk of each output array, the PCA scatter matrix and ~600 MB of libraries.
+    ``resources.prepare`` in the config wins; otherwise memory is estimated from one read block,
+    one chunk of each output array, the PCA scatter matrix and the libraries.
     """
     explicit = ((config.get("resources") or {}).get("prepare") or {})
     spec = _spec(config, dataset)

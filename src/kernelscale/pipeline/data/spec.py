@@ -1,21 +1,16 @@
 """Dataset entries of ``config.yaml``: schema check, semantic checks and defaults.
 
-An entry has exactly one *source*:
-
-* ``url`` + ``sha256`` (plus ``test_url``/``test_sha256``; for idx also ``labels_url`` ...),
-* ``path`` (a local file, e.g. licensed data; plus ``test_path`` ...),
-* ``sklearn`` (a loader bundled with scikit-learn, no network),
-* ``generator`` (synthetic data generated chunk by chunk; ``name: deformed`` deforms the images
-  of local IDX files, MNIST-8M style, and takes its test set from them; ``name: bayes`` is a
-  binary problem whose Bayes error is known and recorded in meta.json).
-
-:func:`validate_dataset_spec` returns a normalized copy with defaults filled in and raises a
-one-line :class:`DataError` naming the key path for the first problem it finds.
+An entry has exactly one *source*: ``url`` + ``sha256`` (plus ``test_url``/``test_sha256``;
+for idx also ``labels_url`` ...), ``path`` (local files: ``test_path`` ...), ``sklearn`` (a
+loader bundled with scikit-learn) or ``generator`` (:mod:`.generators`; ``deformed`` takes its
+test set from local IDX files). :func:`validate_dataset_spec` returns a normalized copy with
+defaults filled in, or raises a one-line :class:`DataError` naming the key path.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -31,8 +26,7 @@ _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 # Files a source can have, by role; the prefix is the key prefix in the spec.
 FILE_ROLES = ("", "labels_", "test_", "test_labels_")
 
-# Offline scikit-learn loaders: name -> (task, n_features). linnerud is left out on purpose:
-# its target has three columns and the pipeline handles one target per row.
+# Offline scikit-learn loaders: name -> (task, n_features); not linnerud (three targets a row).
 SKLEARN_LOADERS = {
     "digits": ("multiclass", 64),
     "iris": ("multiclass", 4),
@@ -78,9 +72,8 @@ def validate_dataset_spec(name: str, spec: Any) -> dict:
         raise DataError(f"{where}: must be a mapping, got {type(spec).__name__}")
     kinds = [kind for kind in SOURCE_KINDS if kind in spec]
     if len(kinds) != 1:
-        found = ", ".join(kinds) if kinds else "none"
         raise DataError(f"{where}: exactly one of url, path, sklearn, generator is required "
-                        f"(found: {found})")
+                        f"(found: {', '.join(kinds) or 'none'})")
     _check_schema(name, spec)
     spec = copy.deepcopy(spec)
     kind = kinds[0]
@@ -95,8 +88,7 @@ def validate_dataset_spec(name: str, spec: Any) -> dict:
                 raise DataError(f"{where}.{key}: not used with a {kind} source")
     n_features = spec.get("n_features")
     if kind == "sklearn":
-        loader = spec["sklearn"].removeprefix("load_")
-        spec["sklearn"] = loader
+        loader = spec["sklearn"] = spec["sklearn"].removeprefix("load_")
         expected_task, n_features = SKLEARN_LOADERS[loader]
         if task != expected_task:
             raise DataError(f"{where}.task: sklearn '{loader}' is a {expected_task} dataset, "
@@ -105,12 +97,11 @@ def validate_dataset_spec(name: str, spec: Any) -> dict:
         spec["generator"] = _normalize_generator(where, spec["generator"], task)
         n_features = spec["generator"].get("n_features")  # deformed: the images' size
 
-    if is_deformed(spec) and "split" in spec:
-        raise DataError(f"{where}.split: not used with generator deformed (its test set is "
-                        "generator.test_path, undeformed)")
     has_test_file = "test_url" in spec or "test_path" in spec or is_deformed(spec)
     if has_test_file and "split" in spec:
-        raise DataError(f"{where}.split: not used when a separate test file is given")
+        raise DataError(f"{where}.split: not used " + (
+            "with generator deformed (its test set is generator.test_path, undeformed)"
+            if is_deformed(spec) else "when a separate test file is given"))
     if not has_test_file:
         spec["split"] = {**DEFAULT_SPLIT, **spec.get("split", {})}
 
@@ -158,25 +149,12 @@ def _check_schema(name: str, spec: dict) -> None:
     raise DataError(f"datasets.{name}{path}: {message}")
 
 
-_SCHEMA_CACHE: dict[str, dict | None] = {}
-
-
+@functools.lru_cache(maxsize=1)
 def load_schema() -> dict | None:
     """The datasets JSON schema (YAML file in ``workflow/schemas``), or None if not shipped."""
-    if "schema" not in _SCHEMA_CACHE:
-        import yaml
+    import yaml
 
-        _SCHEMA_CACHE["schema"] = (yaml.safe_load(SCHEMA_PATH.read_text())
-                                   if SCHEMA_PATH.exists() else None)
-    return _SCHEMA_CACHE["schema"]
-
-
-def _check_sha256(key_path: str, value: str) -> None:
-    if value == TODO_SHA256:  # not known yet: the download trusts and pins the first copy
-        return
-    if not _HEX64.match(value):
-        raise DataError(f"{key_path}: must be 64 hex characters (a sha256 digest), got "
-                        f"{value!r}")
+    return yaml.safe_load(SCHEMA_PATH.read_text()) if SCHEMA_PATH.exists() else None
 
 
 def _check_file_source(where: str, spec: dict, kind: str) -> None:
@@ -188,39 +166,32 @@ def _check_file_source(where: str, spec: dict, kind: str) -> None:
     for role in FILE_ROLES:
         if f"{role}{other}" in spec:
             raise DataError(f"{where}.{role}{other}: cannot mix {kind} and {other} sources")
-        if kind == "url":
-            has_url = f"{role}url" in spec
-            for extra in ("sha256", "filename"):
-                if f"{role}{extra}" in spec and not has_url:
-                    raise DataError(f"{where}.{role}{extra}: given without {role}url")
-            if has_url:
-                if f"{role}sha256" not in spec:
-                    raise DataError(f"{where}.{role}sha256: required with {role}url "
-                                    f"(or write {TODO_SHA256} until it is known)")
-                _check_sha256(f"{where}.{role}sha256", spec[f"{role}sha256"])
-        elif f"{role}filename" in spec or f"{role}sha256" in spec:
-            key = f"{role}filename" if f"{role}filename" in spec else f"{role}sha256"
-            raise DataError(f"{where}.{key}: only used with a url source")
+        for extra in ("sha256", "filename") if kind == "url" else ("filename", "sha256"):
+            if f"{role}{extra}" in spec and f"{role}url" not in spec:
+                raise DataError(f"{where}.{role}{extra}: " + (
+                    f"given without {role}url" if kind == "url" else "only used with a url source"))
+        if f"{role}url" in spec:
+            if f"{role}sha256" not in spec:
+                raise DataError(f"{where}.{role}sha256: required with {role}url "
+                                f"(or write {TODO_SHA256} until it is known)")
+            sha = spec[f"{role}sha256"]  # TODO_SHA256: the first download is pinned
+            if sha != TODO_SHA256 and not _HEX64.match(sha):
+                raise DataError(f"{where}.{role}sha256: must be 64 hex characters (a sha256 "
+                                f"digest), got {sha!r}")
     has = {role: f"{role}{kind}" in spec for role in FILE_ROLES}
     if fmt == "idx":
         if not has["labels_"]:
             raise DataError(f"{where}.labels_{kind}: required for format idx (labels are a "
                             "separate file)")
         if has["test_"] != has["test_labels_"]:
+            given = "test_" if has["test_"] else "test_labels_"
             missing = "test_labels_" if has["test_"] else "test_"
-            raise DataError(f"{where}.{missing}{kind}: required for format idx when "
-                            f"{'test_' if missing == 'test_labels_' else 'test_labels_'}{kind} "
+            raise DataError(f"{where}.{missing}{kind}: required for format idx when {given}{kind} "
                             "is given")
-    else:
-        for role in ("labels_", "test_labels_"):
-            if has[role]:
-                raise DataError(f"{where}.{role}{kind}: only used with format idx")
-    if fmt != "libsvm":
-        for key in ("n_features", "zero_based"):
-            if key in spec:
-                raise DataError(f"{where}.{key}: only used with format libsvm")
-    if fmt != "csv" and "csv" in spec:
-        raise DataError(f"{where}.csv: only used with format csv")
+    for key, only in ((f"labels_{kind}", "idx"), (f"test_labels_{kind}", "idx"),
+                      ("n_features", "libsvm"), ("zero_based", "libsvm"), ("csv", "csv")):
+        if key in spec and fmt != only:
+            raise DataError(f"{where}.{key}: only used with format {only}")
     if fmt == "csv":
         spec["csv"] = {"label_column": -1, "header": False, "delimiter": ",",
                        **spec.get("csv", {})}
@@ -251,25 +222,22 @@ def _normalize_generator(where: str, gen: dict, task: str) -> dict:
     if gen["n_samples"] < 2:
         raise DataError(f"{where}.generator.n_samples: {gen['n_samples']} is less than the "
                         f"minimum of 2")
-    if name == "bayes":
+    if name in ("bayes", "regression"):
+        makes = "binary" if name == "bayes" else "regression"
+        if task != makes:
+            raise DataError(f"{where}.task: generator {name} makes a {makes} task, not {task}")
+        if name == "regression":
+            return gen
         from .bayes import check_params
 
-        if task != "binary":
-            raise DataError(f"{where}.task: generator bayes makes a binary task, not {task}")
         return check_params(gen, f"{where}.generator")
-    if name == "regression":
-        if task != "regression":
-            raise DataError(f"{where}.task: generator regression makes a regression task, "
-                            f"not {task}")
-        return gen
-    n_classes = gen["n_classes"] if name == "classification" else gen["centers"]
-    expected = "binary" if n_classes == 2 else "multiclass"
+    count_key = "n_classes" if name == "classification" else "centers"
+    expected = "binary" if gen[count_key] == 2 else "multiclass"
     if task != expected:
-        count_key = "n_classes" if name == "classification" else "centers"
-        raise DataError(f"{where}.task: generator {name} with {count_key}={n_classes} makes a "
-                        f"{expected} task, not {task}")
+        raise DataError(f"{where}.task: generator {name} with {count_key}={gen[count_key]} makes "
+                        f"a {expected} task, not {task}")
     if name == "classification":
-        gen.setdefault("n_informative", min(gen["n_features"], max(2, n_classes)))
+        gen.setdefault("n_informative", min(gen["n_features"], max(2, gen["n_classes"])))
         if gen["n_informative"] > gen["n_features"]:
             raise DataError(f"{where}.generator.n_informative: {gen['n_informative']} is more "
                             f"than n_features={gen['n_features']}")

@@ -1,16 +1,9 @@
 """One-pass statistics over row blocks: mean, variance, covariance; PCA from them.
 
-Per block we compute exact block moments and merge them with Chan et al.'s pairwise update
-(the parallel form of Welford's algorithm), in float64, so the result does not suffer the
-cancellation of the textbook ``E[x^2] - E[x]^2`` on data with large means.
-
-Blocks may widen as they come (LIBSVM without ``n_features``: a block is as wide as its
-largest feature index). The rows seen before a new column appeared had zeros there (sparse
-rows omit zeros), so padding the running moments with zeros is exact.
-
-``block_moments`` (the O(rows d^2) part) and ``RunningMoments.merge`` (the cheap, ordered part) are
-separate so that blocks can be reduced on a dask cluster and merged here in row order, with the
-same result as ``update``.
+Exact per-block moments (:func:`block_moments`, also on a dask worker) merged in row order in
+float64 by the pairwise update of Chan, Golub & LeVeque, "Updating formulae and a pairwise
+algorithm for computing sample variances", COMPSTAT 1982. Blocks may widen as they come (LIBSVM
+without ``n_features``); earlier rows count as zeros in the new columns, which is exact.
 """
 
 from __future__ import annotations
@@ -78,9 +71,8 @@ def block_moments(X: np.ndarray, width: int, full: bool) -> tuple:
     rows = X.shape[0]
     if hasattr(X, "tocsr"):  # scipy.sparse (mean and variance only: no PCA on sparse rows)
         Xs = X.tocsr().astype(np.float64)
-        s1 = np.zeros(width)
+        s1, s2 = np.zeros(width), np.zeros(width)
         s1[:Xs.shape[1]] = np.asarray(Xs.sum(axis=0)).ravel()
-        s2 = np.zeros(width)
         s2[:Xs.shape[1]] = np.asarray(Xs.multiply(Xs).sum(axis=0)).ravel()
         block_mean = s1 / max(rows, 1)
         return rows, block_mean, np.maximum(s2 - rows * block_mean**2, 0.0), None
@@ -102,15 +94,10 @@ def standardizer(moments: RunningMoments) -> tuple[np.ndarray, np.ndarray]:
 
 def pca_from_moments(moments: RunningMoments, shift: np.ndarray, scale: np.ndarray,
                      n_components: int, center: bool):
-    """Principal axes of z = (x - shift) / scale from the moments of x.
-
-    Centered: eigenvectors of Cov(z) and projection (z - mean_z) @ V (sklearn ``PCA``).
-    Uncentered: eigenvectors of the second moment E[z z^T] and projection z @ V (sklearn
-    ``TruncatedSVD``). ``explained_variance_ratio`` is each eigenvalue over the trace of the
-    matrix used, so for uncentered PCA it is the share of the second moment.
-    Signs follow sklearn's ``svd_flip``: the largest |entry| of each axis is positive.
-    Returns (V (d, k), mean_z (d,) -- the centre subtracted, zeros when uncentered, ratios (k,)).
-    """
+    """Principal axes of z = (x - shift) / scale from the moments of x: eigenvectors of Cov(z),
+    projection (z - mean_z) @ V (sklearn ``PCA``), or uncentered of E[z z^T], projection z @ V
+    (sklearn ``TruncatedSVD``); ratios are eigenvalues over the matrix's trace; signs as
+    sklearn's ``svd_flip``. Returns (V (d, k), the centre (d,): mean_z or zeros, ratios (k,))."""
     mean_z = (moments.mean - shift) / scale
     matrix = moments.covariance() / np.outer(scale, scale)
     if not center:

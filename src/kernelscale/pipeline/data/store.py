@@ -1,14 +1,10 @@
 """The prepared dataset on disk: ``<out>/data.zarr`` (Zarr v3) + ``<out>/meta.json``.
 
-Arrays: ``X_train`` (n_train, d) and ``X_test`` float32, chunked by ``chunk_rows`` rows with all
-columns in one chunk (the access pattern of mini-batch solvers); ``y_train``/``y_test`` int64
-class indices (classification) or float32 targets (regression); ``pca_components`` (k, d_raw)
-when PCA was applied. ``meta.json`` is written last; a folder is only ever published whole,
-by renaming a finished temporary folder (see :func:`publish`).
-
-Integrity: ``meta.json`` records the size and sha256 of every file of every array's store
-(``checksums``: metadata and chunk files, as written); :func:`verify_prepared` checks them before
-a dataset is used.
+Arrays: ``X_train`` (n_train, d) and ``X_test`` float32 in chunks of ``chunk_rows`` rows and all
+columns (``meta["sparse"]``: CSR stores); ``y_train``/``y_test`` int64 class indices or float32
+targets; ``pca_components`` (k, d_raw) after PCA. ``meta.json``, written last, records the size
+and sha256 of every file of every array (``checksums``), which :func:`verify_prepared` checks
+before a dataset is used; a folder is only ever published whole (:func:`publish`).
 """
 
 from __future__ import annotations
@@ -21,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .download import sha256_of
 from .errors import DataError
 
 META_FILE = "meta.json"
@@ -28,19 +25,14 @@ ZARR_DIR = "data.zarr"
 
 
 class ChunkedWriter:
-    """Appends rows to a row-chunked Zarr array, writing whole chunks only.
-
-    Splitting rows into train and test leaves blocks of arbitrary size; buffering until a full
-    chunk is ready means every chunk is encoded exactly once (no read-modify-write). Also keeps
-    a sha256 of the rows written, in order, as a content hash of the array.
-    """
+    """Appends rows to a row-chunked Zarr array, buffering them so that each chunk is written
+    once, whole; keeps a sha256 of the rows written, in order, as a content hash of the array."""
 
     def __init__(self, array):
         self.array = array
         self.chunk_rows = array.chunks[0]
         self.position = 0
         self._pending: list[np.ndarray] = []
-        self._pending_rows = 0
         self.digest = hashlib.sha256()
 
     def append(self, rows: np.ndarray) -> None:
@@ -49,8 +41,7 @@ class ChunkedWriter:
         rows = np.ascontiguousarray(rows, dtype=self.array.dtype)
         self.digest.update(rows.astype(rows.dtype.newbyteorder("<"), copy=False).tobytes())
         self._pending.append(rows)
-        self._pending_rows += len(rows)
-        if self._pending_rows >= self.chunk_rows:
+        if sum(map(len, self._pending)) >= self.chunk_rows:
             self._flush(final=False)
 
     def _flush(self, final: bool) -> None:
@@ -67,7 +58,6 @@ class ChunkedWriter:
         self.position = end
         rest = buffer[full:]
         self._pending = [rest] if len(rest) else []
-        self._pending_rows = len(rest)
 
     def close(self) -> str:
         """Write the last partial chunk; return the hex sha256 of all rows."""
@@ -81,7 +71,7 @@ class ChunkedWriter:
 def write_json_atomic(path: Path, payload: dict) -> None:
     """Write JSON to ``path`` through a temporary file and a rename."""
     part = path.with_name(path.name + ".part")
-    part.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")
+    part.write_text(json.dumps(payload, indent=1) + "\n")
     os.replace(part, path)
 
 
@@ -91,15 +81,13 @@ def _pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # exists, owned by someone else
-        return True
+        pass
     return True
 
 
 def staging_dir(out_dir: Path) -> Path:
-    """A fresh temporary folder beside ``out_dir`` (same file system, so rename is atomic).
-
-    Leftovers of killed runs (``.<name>.partial-<pid>`` whose process is gone) are removed.
-    """
+    """A fresh temporary folder beside ``out_dir`` (same file system, so rename is atomic);
+    leftovers of killed runs (``.<name>.partial-<pid>`` whose process is gone) are removed."""
     for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
         pid = stale.name.rsplit("-", 1)[-1]
         if pid.isdigit() and not _pid_alive(int(pid)):
@@ -112,29 +100,22 @@ def staging_dir(out_dir: Path) -> Path:
 
 
 def publish(staging: Path, out_dir: Path) -> None:
-    """Replace ``out_dir`` by the finished ``staging`` folder.
-
-    Renaming a folder is atomic; if ``out_dir`` exists (an older result, or the empty folder
-    Snakemake creates for outputs) it is moved aside first and deleted after.
-    """
+    """Replace ``out_dir`` (if any: moved aside, then deleted) by the finished ``staging``
+    folder, by renaming it."""
+    old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
     if out_dir.exists():
-        old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
         os.replace(out_dir, old)
-        os.replace(staging, out_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staging, out_dir)
+    os.replace(staging, out_dir)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 CHECKSUMS_KEY = "checksums"
-_HASH_BLOCK = 1 << 22
 
 
 class SparseWriter:
-    """``ChunkedWriter`` for CSR rows (``preprocess.sparse``): appends them to a
-    ``kernelscale.io.CSRWriter`` store named ``name`` (arrays ``<name>.indptr`` / ``.indices`` /
-    ``.data``) and keeps a sha256 of the rows written (their indptr, indices and values, in
-    order)."""
+    """``ChunkedWriter`` for CSR rows (``preprocess.sparse``): a ``kernelscale.io.CSRWriter``
+    store ``name`` (arrays ``<name>.indptr`` / ``.indices`` / ``.data``); the sha256 is of the
+    rows' indptr, indices and values, in order."""
 
     def __init__(self, group, name: str, n_rows: int, n_features: int, chunk_rows: int):
         from ...io import CSRWriter
@@ -161,40 +142,21 @@ class SparseWriter:
         return self.digest.hexdigest()
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_HASH_BLOCK):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _array_dirs(zarr_dir: Path) -> list[Path]:
-    """Top-level array folders of a Zarr v3 group (those whose zarr.json says 'array')."""
-    out = []
-    for child in sorted(zarr_dir.iterdir()):
-        meta = child / "zarr.json"
-        if child.is_dir() and meta.is_file():
-            try:
-                kind = json.loads(meta.read_text()).get("node_type")
-            except (OSError, ValueError):
-                kind = "array"  # unreadable metadata: still hash it, verification will say so
-            if kind == "array":
-                out.append(child)
-    return out
-
-
 def chunk_checksums(zarr_dir: str | os.PathLike) -> dict[str, dict[str, list]]:
-    """``{array: {relative file: [size, sha256]}}`` for every file of every array in the group
-    (its ``zarr.json`` and chunk files). Zarr does not write chunks that are all fill value, so
-    the record, not the chunk grid, says which chunk files must exist."""
-    zarr_dir = Path(zarr_dir)
+    """``{array: {relative file: [size, sha256]}}`` for every file (``zarr.json`` and the chunks
+    written: not those all fill value) of every top-level array in the Zarr v3 group."""
     out: dict[str, dict[str, list]] = {}
-    for adir in _array_dirs(zarr_dir):
-        files = {}
-        for f in sorted(p for p in adir.rglob("*") if p.is_file()):
-            files[f.relative_to(adir).as_posix()] = [f.stat().st_size, _file_sha256(f)]
-        out[adir.name] = files
+    for adir in sorted(Path(zarr_dir).iterdir()):
+        meta = adir / "zarr.json"
+        if not meta.is_file():
+            continue
+        try:
+            kind = json.loads(meta.read_text()).get("node_type")
+        except (OSError, ValueError):
+            kind = "array"  # unreadable metadata: still hash it, verification will say so
+        if kind == "array":
+            out[adir.name] = {f.relative_to(adir).as_posix(): [f.stat().st_size, sha256_of(f)]
+                              for f in sorted(p for p in adir.rglob("*") if p.is_file())}
     return out
 
 
@@ -207,9 +169,8 @@ def _damaged(out_dir: Path, message: str) -> DataError:
 
 
 def prepared_fault(out_dir: str | os.PathLike) -> str | None:
-    """What is wrong with the prepared dataset in ``out_dir`` (one line), or None when it is
-    complete and every file matches ``meta.json`` (:func:`verify_prepared`, sha256 included) or
-    when there is no ``meta.json`` at all (not prepared yet). Reads no array through Zarr."""
+    """What is wrong with the prepared dataset in ``out_dir`` (one line), or None when every file
+    matches ``meta.json`` (:func:`verify_prepared`) or there is no ``meta.json`` (not prepared)."""
     meta_path = Path(out_dir) / META_FILE
     if not meta_path.is_file():
         return None
@@ -232,10 +193,9 @@ def verify_prepared(out_dir: str | os.PathLike, meta: dict, names=None, *,
                     hashes: bool = True) -> None:
     """Check the arrays ``names`` (default: all recorded) against ``meta['checksums']``.
 
-    Every recorded file must exist with its size (a stat: cheap) and, when ``hashes``, its
-    sha256 (reads the stored bytes once; ``hashes=False`` only stats them). A chunk file that is
-    not recorded is an error too (zarr would read it instead
-    of the fill value). Raises :class:`DataError`, one line naming the array and the file.
+    Every recorded file must exist with its size and, when ``hashes``, its sha256; a file that
+    is not recorded is an error too. Raises :class:`DataError`, one line naming the array and
+    the file.
     """
     out_dir = Path(out_dir)
     record = meta.get(CHECKSUMS_KEY)
@@ -258,7 +218,7 @@ def verify_prepared(out_dir: str | os.PathLike, meta: dict, names=None, *,
             except FileNotFoundError:
                 what = "metadata" if rel == "zarr.json" else "chunk"
                 raise _damaged(out_dir, f"array {name}: {what} file {rel} is missing") from None
-            if actual != size or (hashes and _file_sha256(path) != digest):
+            if actual != size or (hashes and sha256_of(path) != digest):
                 raise _damaged(out_dir, f"array {name}: file {rel} has changed (its "
                                f"{'size' if actual != size else 'sha256'} differs from "
                                f"{META_FILE})")
@@ -272,10 +232,8 @@ def verify_prepared(out_dir: str | os.PathLike, meta: dict, names=None, *,
 def open_prepared(out_dir: str | os.PathLike, verify: bool = True) -> tuple[dict, dict]:
     """Open a prepared dataset: ``(meta, arrays)`` with arrays a dict of read-only Zarr arrays
     (``X_train``, ``y_train``, ``X_test``, ``y_test`` and ``pca_components`` if present; with
-    ``meta["sparse"]`` X_train / X_test are ``kernelscale.io.CSRStore``).
-
-    ``verify`` (default): check every file of every array against the checksums in meta.json
-    first (:func:`verify_prepared`), so a lost chunk is never read as zeros."""
+    ``meta["sparse"]`` X_train / X_test are ``kernelscale.io.CSRStore``), checked first against
+    meta.json's checksums (:func:`verify_prepared`) unless ``verify`` is False."""
     import zarr
 
     out_dir = Path(out_dir)

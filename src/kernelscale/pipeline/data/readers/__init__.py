@@ -1,10 +1,5 @@
-"""Streaming readers: each yields :class:`Block` s of rows from one data file.
-
-Nothing here reads a whole file into memory: text formats are parsed a block of lines at a
-time, binary formats a block of records at a time, compressed files are decompressed as a
-stream. A block carries the 0-based index of its first row and the file name so that later
-checks (NaN, labels) can name the exact row in their one-line error.
-"""
+"""Streaming readers: each yields :class:`Block` s of rows from one data file, never holding
+the whole file (compressed files are decompressed as a stream)."""
 
 from __future__ import annotations
 
@@ -32,29 +27,23 @@ def read_file(fmt: str, path: Path, *, block_rows: int, labels_path: Path | None
     """Blocks of (X float32, y float64) rows from ``path`` in format ``fmt`` (``sparse``: X as
     scipy.sparse CSR, libsvm only); a compressed file that ends early or is damaged (an
     incomplete download) is a one-line error naming it."""
-    blocks = _blocks(fmt, path, block_rows, labels_path, archive, n_features, zero_based,
-                     csv_options, sparse)
+    if fmt == "idx" and labels_path is None:
+        raise DataError(f"{path.name}: format idx needs a labels file")
+    readers = {
+        "libsvm": lambda: read_libsvm(path, block_rows=block_rows, archive=archive,
+                                      n_features=n_features, zero_based=zero_based, sparse=sparse),
+        "idx": lambda: read_idx(path, labels_path, block_rows=block_rows, archive=archive),
+        "csv": lambda: read_csv(path, block_rows=block_rows, archive=archive,
+                                **(csv_options or {})),
+        "npz": lambda: read_npz(path, block_rows=block_rows),
+    }
+    if fmt not in readers:
+        raise DataError(f"{path.name}: unknown format {fmt!r}")
     try:
-        yield from blocks
+        yield from readers[fmt]()
     except (EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, OSError) as e:
         if isinstance(e, OSError) and e.errno is not None:
             raise  # the file system's error, not the data's (a decoder's OSError has no errno)
         files = f"{path}" + (f" or {labels_path}" if labels_path else "")
         raise DataError(f"{files}: compressed data truncated or damaged ({e}); delete the file "
                         "(an incomplete download?) and run again") from None
-
-
-def _blocks(fmt, path, block_rows, labels_path, archive, n_features, zero_based, csv_options,
-            sparse=False):
-    if fmt == "libsvm":
-        return read_libsvm(path, block_rows=block_rows, archive=archive,
-                           n_features=n_features, zero_based=zero_based, sparse=sparse)
-    if fmt == "idx":
-        if labels_path is None:
-            raise DataError(f"{path.name}: format idx needs a labels file")
-        return read_idx(path, labels_path, block_rows=block_rows, archive=archive)
-    if fmt == "csv":
-        return read_csv(path, block_rows=block_rows, archive=archive, **(csv_options or {}))
-    if fmt == "npz":
-        return read_npz(path, block_rows=block_rows)
-    raise DataError(f"{path.name}: unknown format {fmt!r}")

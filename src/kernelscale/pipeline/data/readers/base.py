@@ -16,15 +16,16 @@ import numpy as np
 from ..errors import DataError
 
 _SUFFIX_ARCHIVE = {".bz2": "bz2", ".gz": "gz", ".xz": "xz", ".zip": "zip"}
+_OPENERS = {"bz2": bz2.open, "gz": gzip.open, "xz": lzma.open}
 
 
 @dataclass
 class Block:
     """Consecutive rows of one source file.
 
-    ``X`` is float32 (rows, width), dense or scipy.sparse CSR; ``y`` float64 (rows,) with the labels/targets as written in
-    the file; ``first_row`` the 0-based index of the first row in the file; ``origin`` the file
-    name used in error messages.
+    ``X`` is float32 (rows, width), dense or scipy.sparse CSR; ``y`` float64 (rows,) with the
+    labels/targets as written in the file; ``first_row`` the 0-based index of the first row in
+    the file; ``origin`` the file name used in error messages.
     """
 
     X: np.ndarray
@@ -54,27 +55,17 @@ def float32_features(values: np.ndarray, origin: str, first_row: int) -> np.ndar
     return X
 
 
-def archive_of(path: Path, archive: str | None) -> str:
-    """The compression of ``path``: the given value, else guessed from the file suffix."""
-    if archive:
-        return archive
-    return _SUFFIX_ARCHIVE.get(path.suffix.lower(), "none")
-
-
 def open_binary(path: str | Path, archive: str | None = None) -> BinaryIO:
-    """Open ``path`` for streaming reads, decompressing bz2/gz/xz/zip (one member) on the fly."""
+    """Open ``path`` for streaming reads, decompressing bz2/gz/xz/zip (one member) on the fly;
+    the compression is ``archive``, else guessed from the file suffix."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found")
     if path.stat().st_size == 0:
         raise DataError(f"{path.name}: empty file")
-    kind = archive_of(path, archive)
-    if kind == "bz2":
-        return bz2.open(path, "rb")
-    if kind == "gz":
-        return gzip.open(path, "rb")
-    if kind == "xz":
-        return lzma.open(path, "rb")
+    kind = archive or _SUFFIX_ARCHIVE.get(path.suffix.lower(), "none")
+    if kind in _OPENERS:
+        return _OPENERS[kind](path, "rb")
     if kind == "zip":
         archive_file = zipfile.ZipFile(path)
         members = [m for m in archive_file.infolist() if not m.is_dir()]

@@ -1,8 +1,7 @@
 """Delimited text (CSV): one row per line, all columns numeric, one of them the label.
 
-The label column defaults to the *last* column (``label_column: -1``), the convention of UCI
-style files; give an index (negative counts from the end) or, with ``header: true``, a name.
-Read with pandas in chunks of ``block_rows`` lines.
+The label column is ``label_column``: an index (default -1, the last; negative counts from
+the end) or, with ``header: true``, a name. Read with pandas in chunks of ``block_rows`` lines.
 """
 
 from __future__ import annotations
@@ -65,12 +64,11 @@ def _block(chunk, name: str, first_row: int, label_column, header: bool, fields)
                             f"{len(columns)} columns")
         label_index = label_column % len(columns)
     numeric = chunk.apply(pd.to_numeric, errors="coerce")
-    bad = numeric.isna() & chunk.notna()
-    if bad.to_numpy().any():
-        row, col = np.argwhere(bad.to_numpy())[0]
-        value = chunk.iat[row, col]
-        raise DataError(f"{name}: row {first_row + row + 1}: column {col + 1}: {value!r} is "
-                        "not a number")
+    bad = (numeric.isna() & chunk.notna()).to_numpy()
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise DataError(f"{name}: row {first_row + row + 1}: column {col + 1}: "
+                        f"{chunk.iat[row, col]!r} is not a number")
     padded = numeric.iloc[:, -1].isna().to_numpy()
     if padded.any():  # an empty last field, or a row with fewer fields than the others
         row = int(np.argmax(padded))
@@ -79,6 +77,5 @@ def _block(chunk, name: str, first_row: int, label_column, header: bool, fields)
             raise DataError(f"{name}: row {first_row + row + 1} has {n} fields where "
                             f"{len(columns)} are expected")
     values = numeric.to_numpy(dtype=np.float64)
-    y = values[:, label_index]
-    X = float32_features(np.delete(values, label_index, axis=1), name, first_row)
-    return Block(X, y, first_row, name)
+    return Block(float32_features(np.delete(values, label_index, axis=1), name, first_row),
+                 values[:, label_index], first_row, name)

@@ -68,11 +68,8 @@ def idx_shape(path: Path, archive: str | None = None) -> tuple[np.dtype, tuple[i
 
 def load_idx_images(images: Path, labels: Path, archive: str | None = None
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """A whole set of byte images (n, rows, cols) uint8 and its labels (n,) float64.
-
-    For generators that resample the images (:mod:`..deformed`): they need random access to the
-    source set, whose size is fixed, not to the output.
-    """
+    """A whole set of byte images (n, rows, cols) uint8 and its labels (n,) float64 (for
+    :mod:`..deformed`, which resamples them)."""
     images, labels = Path(images), Path(labels)
     with open_binary(images, archive) as xs, open_binary(labels, archive) as ys:
         x_type, x_dims = _header(xs, images.name)
@@ -91,6 +88,5 @@ def load_idx_images(images: Path, labels: Path, archive: str | None = None
         if len(x_raw) < size or len(y_raw) < y_dims[0] * y_type.itemsize:
             short = images.name if len(x_raw) < size else labels.name
             raise DataError(f"{short}: truncated (header promises {x_dims[0]} rows)")
-    X = np.frombuffer(x_raw, dtype=np.uint8).reshape(x_dims)
-    y = np.frombuffer(y_raw, dtype=y_type).astype(np.float64)
-    return X, y
+    return (np.frombuffer(x_raw, dtype=np.uint8).reshape(x_dims),
+            np.frombuffer(y_raw, dtype=y_type).astype(np.float64))

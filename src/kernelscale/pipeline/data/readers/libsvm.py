@@ -1,9 +1,8 @@
 """LIBSVM / svmlight text: ``label index:value index:value ...`` (indices 1-based by default).
 
 Lines are read a block at a time. A block of plain lines (no comments, no ``qid:``) is parsed
-vectorized: all numbers at once with ``np.fromstring`` and the row structure from the count of
-``:`` per line; scikit-learn's svmlight parser takes the other blocks and any the fast path does
-not accept. A block that parser rejects too is parsed line by line, to name the offending line.
+vectorized; scikit-learn's svmlight parser takes the others, and a block it rejects is parsed
+line by line to name the offending line.
 """
 
 from __future__ import annotations
@@ -29,38 +28,68 @@ def read_libsvm(path: Path, *, block_rows: int, archive: str | None = None,
     it a block is as wide as its largest feature index, and the caller pads (absent entries of
     a sparse row are zeros, so padding is exact).
     """
-    from sklearn.datasets import load_svmlight_file
-
     path = Path(path)
-    first_row = 0
-    first_line = 1
+    first_row, first_line = 0, 1
     with open_binary(path, archive) as stream:
-        while True:
-            lines = list(islice(stream, block_rows))
-            if not lines:
-                break
+        while lines := list(islice(stream, block_rows)):
             data = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith(b"#")]
             if data:
-                fast = _parse_plain(data, n_features, zero_based, sparse)
-                if fast is not None:
-                    yield Block(fast[0], fast[1], first_row, path.name)
-                    first_row += len(data)
-                    first_line += len(lines)
-                    continue
-                try:
-                    X, y = load_svmlight_file(io.BytesIO(b"".join(data)), n_features=n_features,
-                                              dtype=np.float32, zero_based=zero_based)
-                    rejected = None
-                except ValueError as exc:
-                    rejected = exc
-                if rejected is not None:  # outside the except: no chained traceback
-                    _locate_error(path, lines, first_line, n_features, zero_based, rejected)
-                yield Block(X if sparse else X.toarray(), np.asarray(y, dtype=np.float64),
-                            first_row, path.name)
+                X, y = (_parse_plain(data, n_features, zero_based, sparse)
+                        or _parse_full(path, data, lines, first_line, n_features, zero_based,
+                                       sparse))
+                yield Block(X, y, first_row, path.name)
                 first_row += len(data)
             first_line += len(lines)
     if first_row == 0:
         raise DataError(f"{path.name}: no data rows")
+
+
+def _parse_full(path: Path, data: list[bytes], lines: list[bytes], first_line: int,
+                n_features: int | None, zero_based: bool, sparse: bool):
+    """A block of ``data`` lines (of ``lines``) by scikit-learn's svmlight parser; a block it
+    rejects is re-parsed line by line for a one-line error naming the bad line."""
+    from sklearn.datasets import load_svmlight_file
+
+    try:
+        X, y = load_svmlight_file(io.BytesIO(b"".join(data)), n_features=n_features,
+                                  dtype=np.float32, zero_based=zero_based)
+        return (X if sparse else X.toarray()), np.asarray(y, dtype=np.float64)
+    except ValueError as exc:
+        rejected = exc  # raised below, outside the except: no chained traceback
+    lowest = 0 if zero_based else 1
+    highest = None if n_features is None else n_features - 1 if zero_based else n_features
+    for offset, line in enumerate(lines):
+        where = f"{path.name}: line {first_line + offset}"
+        tokens = line.split(b"#", 1)[0].split()
+        if not tokens:
+            continue
+        try:
+            float(tokens[0])
+        except ValueError:
+            raise DataError(f"{where}: label {tokens[0].decode(errors='replace')!r} is not a "
+                            "number") from None
+        previous = lowest - 1
+        for token in tokens[1:]:
+            if token.startswith(b"qid:"):
+                continue
+            index, sep, value = token.partition(b":")
+            try:
+                index_int, _ = int(index), float(value)
+                if not sep:
+                    raise ValueError
+            except ValueError:
+                raise DataError(f"{where}: {token.decode(errors='replace')!r} is not "
+                                "index:value") from None
+            if index_int < lowest:
+                raise DataError(f"{where}: feature index {index_int} < {lowest} (set "
+                                "zero_based: true for 0-based files)")
+            if highest is not None and index_int > highest:
+                raise DataError(f"{where}: feature index {index_int} exceeds n_features="
+                                f"{n_features}")
+            if index_int <= previous:
+                raise DataError(f"{where}: feature indices must be increasing")
+            previous = index_int
+    raise DataError(f"{path.name}: lines {first_line}-{first_line + len(lines) - 1}: {rejected}")
 
 
 def _parse_plain(lines: list[bytes], n_features: int | None, zero_based: bool,
@@ -105,42 +134,3 @@ def _parse_plain(lines: list[bytes], n_features: int | None, zero_based: bool,
     X = np.zeros((len(lines), width), dtype=np.float32)
     X[rows, cols] = entries[:, 1]
     return X, flat[starts]
-
-
-def _locate_error(path: Path, lines: list[bytes], first_line: int, n_features: int | None,
-                  zero_based: bool, exc: Exception) -> None:
-    """Re-parse a rejected block line by line and raise an error naming the bad line."""
-    lowest = 0 if zero_based else 1
-    highest = None if n_features is None else n_features - 1 if zero_based else n_features
-    for offset, line in enumerate(lines):
-        where = f"{path.name}: line {first_line + offset}"
-        tokens = line.split(b"#", 1)[0].split()
-        if not tokens:
-            continue
-        try:
-            float(tokens[0])
-        except ValueError:
-            raise DataError(f"{where}: label {tokens[0].decode(errors='replace')!r} is not a "
-                            "number") from None
-        previous = lowest - 1
-        for token in tokens[1:]:
-            if token.startswith(b"qid:"):
-                continue
-            index, sep, value = token.partition(b":")
-            try:
-                index_int, _ = int(index), float(value)
-                if not sep:
-                    raise ValueError
-            except ValueError:
-                raise DataError(f"{where}: {token.decode(errors='replace')!r} is not "
-                                "index:value") from None
-            if index_int < lowest:
-                raise DataError(f"{where}: feature index {index_int} < {lowest} (set "
-                                "zero_based: true for 0-based files)")
-            if highest is not None and index_int > highest:
-                raise DataError(f"{where}: feature index {index_int} exceeds n_features="
-                                f"{n_features}")
-            if index_int <= previous:
-                raise DataError(f"{where}: feature indices must be increasing")
-            previous = index_int
-    raise DataError(f"{path.name}: lines {first_line}-{first_line + len(lines) - 1}: {exc}")

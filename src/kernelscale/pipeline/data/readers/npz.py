@@ -1,8 +1,5 @@
-"""NumPy ``.npz`` with arrays ``X`` (n, d) and ``y`` (n,), read row blocks at a time.
-
-``np.load`` would decompress a whole member; instead we open the members ``X.npy`` and
-``y.npy`` as zip streams, parse the ``.npy`` headers and read rows as they are needed.
-"""
+"""NumPy ``.npz`` with arrays ``X`` (n, d) and ``y`` (n,), read row blocks at a time from the
+members ``X.npy`` and ``y.npy`` as zip streams (never a whole member)."""
 
 from __future__ import annotations
 
