@@ -23,17 +23,13 @@ _ESTIMATORS = {
     "kernelscale.estimators.norma": ("NORMAClassifier", "NORMARegressor"),
 }
 _WHERE = {name: module for module, names in _ESTIMATORS.items() for name in names}
-
 _ENGINE = ("Engine", "engine_context", "get_engine", "set_engine")
-
 __all__ = ["__version__", *_ENGINE, *sorted(_WHERE)]
 
 
 def __getattr__(name):
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    if name in _ENGINE:  # engine options: kernelscale.engine
-        return getattr(importlib.import_module("kernelscale.engine"), name)
+    if name in _WHERE or name in _ENGINE:  # an estimator, or engine options (kernelscale.engine)
+        return getattr(importlib.import_module(_WHERE.get(name, "kernelscale.engine")), name)
     raise AttributeError(f"module 'kernelscale' has no attribute {name!r}")
 
 

@@ -7,6 +7,7 @@ transfers go through the helpers below. ``device="auto"`` picks cupy when a GPU 
 from __future__ import annotations
 
 import functools
+import importlib
 from types import ModuleType
 
 import numpy as np
@@ -21,11 +22,7 @@ class DeviceError(ValueError):
 
 @functools.cache
 def gpu_available() -> bool:
-    """True when cupy imports, sees a CUDA device and can allocate on it.
-
-    ``import cupy`` succeeds on machines without a GPU; the first device use raises, so we
-    try a tiny allocation and a kernel launch.
-    """
+    """True when cupy imports, sees a CUDA device and runs a tiny allocation and kernel on it."""
     try:
         import cupy
 
@@ -39,25 +36,20 @@ def gpu_available() -> bool:
 
 def resolve_device(device: str | None) -> str:
     """Map ``"auto" | "cpu" | "gpu"`` to ``"cpu"`` or ``"gpu"``; one-line error otherwise."""
-    if device is None:
-        device = "auto"
+    device = "auto" if device is None else device
     if device not in DEVICES:
         raise DeviceError(f"device={device!r} is not one of {DEVICES}")
     if device == "auto":
         return "gpu" if gpu_available() else "cpu"
     if device == "gpu" and not gpu_available():
-        raise DeviceError(
-            "device='gpu' but no usable CUDA GPU was found (install kernelscale[gpu] on a GPU host)"
-        )
+        raise DeviceError("device='gpu' but no usable CUDA GPU was found (install "
+                          "kernelscale[gpu] on a GPU host)")
     return device
 
 
 def predict_device(device: str | None) -> str:
-    """Device to predict on: the requested one where usable, else the CPU.
-
-    Fitted models keep coefficients and seeds, never device arrays, so a model fitted on a GPU
-    predicts on a host without one; only fitting refuses ``device="gpu"`` there.
-    """
+    """Device to predict on: the requested one where usable, else the CPU (a model fitted on a
+    GPU predicts on a host without one; only fitting refuses ``device="gpu"`` there)."""
     try:
         return resolve_device(device)
     except DeviceError:
@@ -68,21 +60,17 @@ def predict_device(device: str | None) -> str:
 
 def namespace(device: str) -> ModuleType:
     """The array module for a resolved device."""
-    if resolve_device(device) == "gpu":
-        import cupy
+    return importlib.import_module("cupy") if resolve_device(device) == "gpu" else np
 
-        return cupy
-    return np
+
+def is_cupy(x) -> bool:
+    """Whether ``x`` is a cupy array (by module name, so cupy need not be installed)."""
+    return type(x).__module__.split(".")[0] == "cupy"
 
 
 def array_namespace(*arrays) -> ModuleType:
     """numpy or cupy, by the type of the given arrays (numpy when none is a cupy array)."""
-    for a in arrays:
-        if type(a).__module__.split(".")[0] == "cupy":
-            import cupy
-
-            return cupy
-    return np
+    return importlib.import_module("cupy") if any(map(is_cupy, arrays)) else np
 
 
 def is_sparse(x) -> bool:
@@ -98,19 +86,15 @@ def asarray(x, xp: ModuleType, dtype=None):
             raise DeviceError("sparse X is handled on the CPU only: pass a dense array to "
                               "compute on the GPU, or use engine={'device': 'cpu'}")
         return x if dtype is None or x.dtype == np.dtype(dtype) else x.astype(dtype)
-    if xp is np:
-        return np.asarray(to_numpy(x), dtype=dtype)
-    return xp.asarray(x, dtype=dtype)
+    return np.asarray(to_numpy(x), dtype=dtype) if xp is np else xp.asarray(x, dtype=dtype)
 
 
 def to_numpy(x) -> np.ndarray:
     """Host copy of a numpy or cupy array (numpy arrays and scipy.sparse matrices pass through
     untouched)."""
-    if type(x).__module__.split(".")[0] == "cupy":
+    if is_cupy(x):
         return x.get()
-    if is_sparse(x):
-        return x
-    return np.asarray(x)
+    return x if is_sparse(x) else np.asarray(x)
 
 
 def synchronize(xp: ModuleType) -> None:

@@ -1,43 +1,31 @@
-"""Memory budget for out-of-core training: how many rows to read per window.
+"""Memory budget for out-of-core training: how many rows to read per window; peak RSS.
 
 A solver that reads a row-chunked on-disk array through ``stream.BatchStream`` holds, at its peak,
-
-* two windows of rows: the one being consumed and the one the prefetch thread is reading
-  (``BatchStream`` keeps exactly these two), each with its NaN check mask (1 byte per value,
-  transient) and its row permutation (8 bytes per row);
-* the on-disk chunks being decoded while a window is read (zarr decodes whole chunks, so a chunk
-  larger than the window still costs a whole chunk);
-* the batch's working set in the model dtype: the batch rows and a few ``batch_size x block_size``
-  feature-sized matrices (features, their cosine, the gradient product).
-
-``plan_window`` inverts that sum: the largest window (whole batches) that fits ``budget_mb``, or a
-one-line ``ValueError`` naming the numbers when not even one batch fits. Memory that grows with n
-by design (the targets ``y``, n numbers, which the estimators load; a DSG classifier keeps only
-their class indices, 1 byte a row up to 256 classes) and the model itself are not part of the
-budget: the budget bounds what is read from X. Neither is the automatic bandwidth / reg
-selection, a fixed transient that runs and is freed before the stream starts
-(``kernels.selection.transient_bytes``).
-
-A CSR matrix on disk (``io.CSRStore``) is planned from its rows' CSR bytes (``csr_row_bytes``
-of its ``row_nbytes``) and the bytes of its chunks of pointers, column indices and values
-(``csr_chunk_bytes``), not from its width: a row of 20,000-column text holds a few dozen values.
+two windows of rows (the current one and the prefetched one), each with its NaN check mask (1
+byte a value) and row permutation (8 bytes a row); ``CHUNKS_IN_FLIGHT`` decoded on-disk chunks
+(zarr decodes whole chunks); and the batch's working set in the model dtype (its rows and
+``FEATURE_MATRICES`` ``batch_size x block_size`` matrices). ``plan_window`` inverts that sum: the
+largest window (whole batches) that fits ``budget_mb``, or a one-line ``ValueError`` naming the
+numbers when not even one batch fits. The budget bounds what is read from X: the targets (n
+numbers), the model and the bandwidth / reg selection before the stream
+(``kernels.selection.transient_bytes``) are outside it. A CSR store (``io.CSRStore``) is planned
+from its rows' CSR bytes and its chunks' (``csr_row_bytes``, ``csr_chunk_bytes``), not its width.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from .stream import chunk_rows_of, is_csr_store
+from .stream import chunk_rows_of, is_csr_store, is_in_memory
 
 MB = 2**20
-# feature-sized (batch_size x block_size) matrices alive at once during a step: the features,
-# an intermediate of the same shape (cos / loss derivative broadcast), and a gradient-side product
-FEATURE_MATRICES = 3
-# decoded chunks in flight during a window read (zarr decodes chunk by chunk into the output)
-CHUNKS_IN_FLIGHT = 2
+FEATURE_MATRICES = 3  # features, an intermediate of their shape, a gradient-side product
+CHUNKS_IN_FLIGHT = 2  # decoded chunks held while a window is read
 
 
 @dataclass(frozen=True)
@@ -62,9 +50,8 @@ def row_bytes(n_features: int, dtype) -> int:
 
 
 def csr_row_bytes(row_nbytes: float, dtype) -> int:
-    """Bytes one CSR row costs inside a window: its values, column indices and pointer
-    (``row_nbytes``, the mean over the rows of a ``io.CSRStore``), the NaN-check mask (1 byte a
-    stored value) and permutation index."""
+    """Bytes one CSR row costs inside a window: ``row_nbytes`` (``io.CSRStore``'s mean), the
+    NaN-check mask (1 byte a stored value) and permutation index."""
     values = max(0.0, float(row_nbytes) - 8) / (np.dtype(dtype).itemsize + 4)
     return int(math.ceil(float(row_nbytes) + values)) + 8
 
@@ -77,10 +64,8 @@ def csr_chunk_bytes(X) -> int:
 
 
 def csr_width(X, model_dtype) -> int:
-    """The dense width whose row in ``model_dtype`` costs what a CSR row of the store X does
-    in memory (values in ``model_dtype``, column indices, pointer): the ``n_features`` that
-    working-set estimates written for dense rows (``batch_bytes``, a solver's ``work_bytes``)
-    take for X's rows."""
+    """The dense width whose row in ``model_dtype`` costs what a CSR row of the store X does in
+    memory: the ``n_features`` of dense working-set estimates (``batch_bytes``, ``work_bytes``)."""
     item = np.dtype(model_dtype).itemsize
     per_row = X.nnz / max(1, int(X.shape[0])) * (item + 4) + 8
     return max(1, int(math.ceil(per_row / item)))
@@ -102,8 +87,7 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
     ----------
     budget_mb : memory budget in MiB for reading X and the batch working set.
     n_features, dtype : columns of X and its on-disk dtype (the window keeps it).
-    batch_size, block_size : rows per batch and random features per block (the feature matrix is
-        batch_size x block_size).
+    batch_size, block_size : rows per batch and random features per block.
     model_dtype : dtype the solver computes in (default ``dtype``).
     chunk_rows : on-disk rows per chunk; zarr decodes a whole chunk to read any of its rows.
     n_rows : rows of X; the window never exceeds it.
@@ -137,42 +121,30 @@ def plan_window(budget_mb: float, n_features: int, dtype, batch_size: int, block
             + f" needs at least {need:.2f} MB")
     if n_rows is not None and rows >= n_rows:
         rows = int(n_rows)  # one window of all rows: a permutation of the whole data
-    else:
-        # whole batches (BatchStream would round down anyway); not whole chunks: a window is
-        # made of pieces smaller than a chunk (stream.PIECES_PER_WINDOW), never of whole chunks
+    else:  # whole batches (not whole chunks: a window is made of pieces of chunks)
         rows -= rows % int(batch_size)
     return WindowPlan(int(rows), int(rows * per_row), int(work), int(chunk), budget)
 
 
 def window_rows_for(X, budget_mb, batch_size: int, block_size: int, model_dtype,
                     work_bytes: int | None = None) -> int:
-    """``plan_window`` for a concrete array X (its width, dtype, chunking and length). A CSR
-    store (``io.CSRStore``) is planned from its ``row_nbytes`` and chunk bytes
-    (``csr_row_bytes``, ``csr_chunk_bytes``) and, without ``work_bytes``, a batch of its rows at
-    ``csr_width``."""
-    dtype = getattr(X, "dtype", model_dtype)
-    if is_csr_store(X):
-        if work_bytes is None:
-            work_bytes = batch_bytes(batch_size, csr_width(X, model_dtype), block_size,
-                                     model_dtype)
-        return plan_window(budget_mb, int(X.shape[1]), dtype, int(batch_size), int(block_size),
-                           model_dtype=model_dtype, chunk_rows=chunk_rows_of(X),
-                           n_rows=int(X.shape[0]), work_bytes=work_bytes,
-                           row_cost=csr_row_bytes(X.row_nbytes, dtype),
-                           chunk_cost=csr_chunk_bytes(X)).window_rows
+    """``plan_window`` for a concrete array X (its width, dtype, chunking and length); a CSR
+    store by ``csr_row_bytes``, ``csr_chunk_bytes`` and (without ``work_bytes``) ``csr_width``."""
+    dtype, csr = getattr(X, "dtype", model_dtype), is_csr_store(X)
+    if csr and work_bytes is None:
+        work_bytes = batch_bytes(batch_size, csr_width(X, model_dtype), block_size, model_dtype)
     return plan_window(budget_mb, int(X.shape[1]), dtype, int(batch_size), int(block_size),
                        model_dtype=model_dtype, chunk_rows=chunk_rows_of(X),
-                       n_rows=int(X.shape[0]), work_bytes=work_bytes).window_rows
+                       n_rows=int(X.shape[0]), work_bytes=work_bytes,
+                       row_cost=csr_row_bytes(X.row_nbytes, dtype) if csr else None,
+                       chunk_cost=csr_chunk_bytes(X) if csr else None).window_rows
 
 
 def budget_window(engine, X, batch_size: int, block_size: int, model_dtype,
                   work_bytes: int | None = None) -> int | None:
-    """The ``window_rows`` an estimator should stream X with, from its resolved ``engine``
-    (``kernelscale.engine``): ``engine.window_rows`` when set, else the budget's window for
-    on-disk X when ``engine.memory_budget`` is set, else None (the stream's default). In-memory X
-    is already resident: re-windowing it would only change the shuffle."""
-    from .stream import is_in_memory
-
+    """The ``window_rows`` to stream X with, from a resolved ``engine``: ``engine.window_rows``
+    when set, else the window of ``engine.memory_budget`` for on-disk X when set, else None (the
+    stream's default; in-memory X is resident, re-windowing it would only change the shuffle)."""
     window_rows, budget = engine.window_rows, engine.memory_budget
     if window_rows is not None or budget is None or is_in_memory(X):
         return window_rows
@@ -180,22 +152,19 @@ def budget_window(engine, X, batch_size: int, block_size: int, model_dtype,
 
 
 def _status_bytes(field: str) -> int | None:
-    """A ``/proc/self/status`` size field in bytes (None where ``/proc`` is absent)."""
+    """A ``/proc/self/status`` size field in bytes (None where ``/proc`` is absent): the one
+    reader behind ``peak_rss_bytes`` and ``rss_bytes``."""
     try:
         with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
+            return next((int(ln.split()[1]) * 1024 for ln in f if ln.startswith(field + ":")), None)
     except OSError:
-        pass
-    return None
+        return None
 
 
 def lifetime_peak_rss_bytes() -> int:
     """This process's peak resident set since it started, in bytes (``getrusage``'s
     ``ru_maxrss``: never reset; after ``fork`` it includes the parent's peak)."""
     import resource
-    import sys
 
     scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
@@ -203,8 +172,7 @@ def lifetime_peak_rss_bytes() -> int:
 
 def peak_rss_bytes() -> int:
     """This process's peak resident set in bytes since it started or since the last
-    ``reset_peak_rss`` (Linux ``VmHWM``); ``lifetime_peak_rss_bytes`` where ``/proc`` is
-    absent."""
+    ``reset_peak_rss`` (Linux ``VmHWM``); ``lifetime_peak_rss_bytes`` without ``/proc``."""
     hwm = _status_bytes("VmHWM")
     return lifetime_peak_rss_bytes() if hwm is None else hwm
 
@@ -225,21 +193,20 @@ def reset_peak_rss() -> bool:
         return False
 
 
-_TRIM = []
+@functools.cache
+def _malloc_trim():
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None).malloc_trim
+        fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
+        return fn
+    except (OSError, AttributeError):  # not glibc
+        return None
 
 
 def release_freed_memory() -> None:
     """Hand memory freed to the C allocator back to the OS (glibc's ``malloc_trim(0)``; a no-op
     elsewhere). Meant for the boundary between phases, not for loops."""
-    if not _TRIM:
-        fn = None
-        try:
-            import ctypes
-
-            fn = ctypes.CDLL(None).malloc_trim
-            fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
-        except (OSError, AttributeError):  # not glibc
-            fn = None
-        _TRIM.append(fn)
-    if _TRIM[0] is not None:
-        _TRIM[0](0)
+    if _malloc_trim() is not None:
+        _malloc_trim()(0)

@@ -15,9 +15,8 @@ Options (each estimator uses the ones that concern it and ignores the rest):
 
 device : {"auto", "cpu", "gpu"}, default "auto"
     "auto": the GPU when cupy finds one, else the CPU. "gpu" without one is a one-line
-    ``backend.DeviceError``. A model fitted on the GPU predicts on a CPU-only host. scipy.sparse
-    X is computed on the CPU: "auto" is then the CPU (recorded in ``engine_``), "gpu" a one-line
-    ``DeviceError``.
+    ``backend.DeviceError``. A model fitted on the GPU predicts on a CPU-only host. Sparse X is
+    computed on the CPU (``kernelscale.validation``).
 dtype : {"auto", "float64", "float32"}, default "auto"
     Precision of features, kernel blocks and coefficients. "auto": float32 for the DSG family
     and kernel EigenPro, float64 for every other estimator.
@@ -28,8 +27,7 @@ window_rows : int or None, default None
     of in-memory X, ``max(batch_size, chunk rows)`` of on-disk X (or the budget's choice).
 pass_rows : int or None, default None
     Rows per step of a sequential pass over X (Nyström's normal equations, RB's binning); None:
-    the estimator's own default (8192 / 65536). Not the on-disk chunking of X (``chunk_rows``
-    of a dataset).
+    the estimator's own default (8192 / 65536). Not X's on-disk chunking.
 n_jobs : int >= 1 or -1, default 1
     Threads of RB-CD's asynchronous coordinate descent (-1: all cores); 1 is bit-reproducible.
 """
@@ -55,8 +53,7 @@ class Engine:
 
     def set_fields(self) -> dict:
         """The fields set (not None) as a dict: the options this Engine overrides."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) is not None}
+        return {k: v for k, v in vars(self).items() if v is not None}
 
 
 NAMES = tuple(f.name for f in dataclasses.fields(Engine))
@@ -68,30 +65,21 @@ _GLOBAL: dict = {}
 _CONTEXT: contextvars.ContextVar[tuple] = contextvars.ContextVar("kernelscale_engine", default=())
 
 
-def _check(name: str, value, where: str = "engine") -> None:
-    """One-line ValueError for an option out of range (None is always allowed: inherit)."""
-    if value is None:
-        return
-    ok = True
-    if name == "device":
-        ok = value in ("auto", "cpu", "gpu")
-        want = "'auto', 'cpu' or 'gpu'"
-    elif name == "dtype":
-        ok = str(value) in ("auto", "float64", "float32")
-        want = "'auto', 'float64' or 'float32'"
-    elif name == "memory_budget":
-        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0 \
-            and value != float("inf")
-        want = "a positive number of MB or None"
-    elif name in ("window_rows", "pass_rows"):
-        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
-        want = "an integer >= 1 or None"
-    elif name == "n_jobs":
-        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) \
-            and (value >= 1 or value == -1)
-        want = "an integer >= 1, or -1 for all cores"
-    if not ok:
-        raise ValueError(f"{where}.{name}={value!r} must be {want}")
+def _integer(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+# option -> (test of a value that is not None, the allowed values in words)
+_RULES = {
+    "device": (lambda v: v in ("auto", "cpu", "gpu"), "'auto', 'cpu' or 'gpu'"),
+    "dtype": (lambda v: str(v) in ("auto", "float64", "float32"), "'auto', 'float64' or 'float32'"),
+    "memory_budget": (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v > 0
+                      and v != float("inf"), "a positive number of MB or None"),
+    "window_rows": (lambda v: _integer(v) and v >= 1, "an integer >= 1 or None"),
+    "pass_rows": (lambda v: _integer(v) and v >= 1, "an integer >= 1 or None"),
+    "n_jobs": (lambda v: _integer(v) and (v >= 1 or v == -1),
+               "an integer >= 1, or -1 for all cores"),
+}
 
 
 def as_options(value, where: str = "engine") -> dict:
@@ -109,7 +97,9 @@ def as_options(value, where: str = "engine") -> dict:
     else:
         raise ValueError(f"{where}={value!r} must be None, a dict or kernelscale.engine.Engine")
     for k, v in opts.items():
-        _check(k, v, where)
+        ok, want = _RULES[k]
+        if not ok(v):
+            raise ValueError(f"{where}.{k}={v!r} must be {want}")
     if "dtype" in opts:
         opts["dtype"] = str(opts["dtype"])
     return opts
@@ -117,11 +107,9 @@ def as_options(value, where: str = "engine") -> dict:
 
 def set_engine(**options) -> None:
     """Set engine options process-wide (``set_engine(device="gpu")``); None resets one."""
-    for k, v in as_options({k: v for k, v in options.items() if v is not None}, "set_engine").items():
-        _GLOBAL[k] = v
-    for k, v in options.items():
-        if v is None:
-            _GLOBAL.pop(k, None)
+    _GLOBAL.update(as_options({k: v for k, v in options.items() if v is not None}, "set_engine"))
+    for k in [k for k, v in options.items() if v is None]:
+        _GLOBAL.pop(k, None)
 
 
 def get_engine() -> Engine:
@@ -143,6 +131,5 @@ def engine_context(**options):
 def resolve(engine) -> Engine:
     """The engine an estimator fits with: its ``engine`` parameter over :func:`get_engine`.
     ``device`` stays as asked ("auto" included); the estimator resolves it against the host."""
-    opts = {**DEFAULTS, **_GLOBAL, **dict(_CONTEXT.get()), **as_options(engine)}
-    return Engine(**opts)
+    return Engine(**{**DEFAULTS, **_GLOBAL, **dict(_CONTEXT.get()), **as_options(engine)})
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 
 def single_io_thread() -> bool:
-    """Have zarr read chunks on one thread, unless the user configured its pool.
-
-    Process-wide and effective only before zarr's first read (its pool is created then);
-    returns whether the setting is now 1.
-    """
+    """Have zarr read chunks on one thread unless the user configured its pool (process-wide;
+    effective before zarr's first read); returns whether the setting is now 1."""
     import zarr
 
     if zarr.config.get("threading.max_workers", None) is None:
@@ -20,13 +19,9 @@ def single_io_thread() -> bool:
 
 
 def open_zarr(path: str | os.PathLike, name: str | None = None):
-    """Open the zarr array at ``path`` read-only (``name``: an array inside a group at ``path``).
-
-    Where the group has no array ``name`` but holds the CSR store ``name`` (``write_csr``'s
-    arrays ``<name>.indptr``, ``<name>.indices``, ``<name>.data``), returns that ``CSRStore``
-    (``open_csr``). Raises ``FileNotFoundError`` with one line naming the path when there is
-    nothing there, and when the path holds no array (or the group has neither an array nor a CSR
-    store ``name``). Calls ``single_io_thread``.
+    """Open the zarr array at ``path`` read-only (``name``: an array inside a group at ``path``,
+    else the group's CSR store ``name``, ``open_csr``); calls ``single_io_thread``. One-line
+    ``FileNotFoundError`` naming the path when there is nothing there or no such array / store.
     """
     import zarr
 
@@ -56,14 +51,11 @@ def open_zarr(path: str | os.PathLike, name: str | None = None):
 
 class CSRStore:
     """A CSR matrix on disk: three zarr arrays ``indptr`` (n + 1, int64), ``indices`` (nnz,
-    int32) and ``data`` (nnz, float) and its ``shape`` (n, d), read a row range at a time.
-
-    ``store[lo:hi]`` reads only those rows' stretch of ``indices`` / ``data`` and returns a
-    scipy.sparse CSR matrix; ``store[idx]`` (integer or boolean row indices, any order) returns
-    those rows in that order, reading each row chunk that holds one of them once. ``shape``,
-    ``dtype``, ``ndim``, ``nnz``, ``nbytes`` and ``chunks`` (rows per chunk of ``indptr``)
-    behave as an array's; a row's in-memory CSR cost on average is ``row_nbytes``.
-    """
+    int32) and ``data`` (nnz, float) and its ``shape`` (n, d). ``store[lo:hi]`` reads only those
+    rows' stretch of ``indices`` / ``data`` as a scipy.sparse CSR matrix; ``store[idx]`` (integer
+    or boolean row indices, any order) those rows in that order, each row chunk read once.
+    ``shape``, ``dtype``, ``ndim``, ``nnz``, ``nbytes`` and ``chunks`` (rows per chunk of
+    ``indptr``) behave as an array's; ``row_nbytes`` is a row's mean in-memory CSR cost."""
 
     def __init__(self, indptr, indices, data, shape):
         self.indptr, self.indices, self.data = indptr, indices, data
@@ -74,9 +66,7 @@ class CSRStore:
         if int(indices.shape[0]) != int(data.shape[0]):
             raise ValueError(f"CSR store: {indices.shape[0]} column indices but "
                              f"{data.shape[0]} values")
-        self.dtype = data.dtype
-        self.ndim = 2
-        self.nnz = int(indices.shape[0])
+        self.dtype, self.ndim, self.nnz = data.dtype, 2, int(indices.shape[0])
         self.chunks = (int(indptr.chunks[0]), self.shape[1])
 
     def __len__(self) -> int:
@@ -95,7 +85,6 @@ class CSRStore:
         return self.nbytes / max(1, self.shape[0])
 
     def _rows(self, lo: int, hi: int):
-        import numpy as np
         import scipy.sparse
 
         ptr = np.asarray(self.indptr[lo:hi + 1], dtype=np.int64)
@@ -105,14 +94,12 @@ class CSRStore:
             shape=(hi - lo, self.shape[1]))
 
     def __getitem__(self, key):
-        import numpy as np
         import scipy.sparse
 
         if isinstance(key, tuple):
-            if len(key) == 2 and isinstance(key[1], slice) and key[1] == slice(None):
-                key = key[0]
-            else:
+            if not (len(key) == 2 and isinstance(key[1], slice) and key[1] == slice(None)):
                 raise IndexError("a CSR store is indexed by rows only")
+            key = key[0]
         n = self.shape[0]
         if isinstance(key, slice):
             lo, hi, step = key.indices(n)
@@ -157,24 +144,18 @@ class CSRWriter:
 
     def __init__(self, group, name: str, n_features: int, *, chunk_rows: int,
                  chunk_nnz: int = 1 << 20, dtype="float32"):
-        import numpy as np
-
         self.group, self.name, self.n_features = group, name, int(n_features)
-        self.dtype = np.dtype(dtype)
-        self.indptr = group.create_array(f"{name}.indptr", shape=(0,),
-                                         chunks=(max(1, int(chunk_rows)),), dtype="int64")
-        self.indices = group.create_array(f"{name}.indices", shape=(0,),
-                                          chunks=(int(chunk_nnz),), dtype="int32")
-        self.data = group.create_array(f"{name}.data", shape=(0,), chunks=(int(chunk_nnz),),
-                                       dtype=self.dtype)
-        self._chunk = max(1, int(chunk_rows))
+        self.dtype, self._chunk = np.dtype(dtype), max(1, int(chunk_rows))
+        self.indptr, self.indices, self.data = (
+            group.create_array(f"{name}.{part}", shape=(0,), chunks=(chunk,), dtype=dt)
+            for part, chunk, dt in (("indptr", self._chunk, "int64"),
+                                    ("indices", int(chunk_nnz), "int32"),
+                                    ("data", int(chunk_nnz), self.dtype)))
         self._ptrs = np.zeros(1, dtype=np.int64)  # indptr[self._written:], not written yet
         self._written = 0  # leading indptr entries on disk: whole chunks
         self.n_rows = self.nnz = 0
 
     def append(self, block) -> None:
-        import numpy as np
-
         block = block.tocsr()
         if block.shape[1] != self.n_features:
             raise ValueError(f"CSR block has {block.shape[1]} columns, want {self.n_features}")

@@ -16,14 +16,15 @@ from .backend import array_namespace
 
 
 class Loss:
-    """Base of the losses: per-sample ``value`` and ``deriv`` in u = f(x). Class attributes:
-    ``task``, ``probabilistic`` (predict_proba exists) and ``lipschitz``, the bound M on |loss'|
-    that CDSG's checking rule needs (Fast Doubly Stochastic Kernel Machines, eq. (9))."""
+    """Base of the losses: per-sample ``value`` and ``deriv`` in u = f(x), as the class docstring
+    of each states them. Class attributes: ``task``, ``probabilistic`` (predict_proba exists) and
+    ``lipschitz``, the bound M on |loss'| that CDSG's checking rule needs (None: estimated from
+    the data; Fast Doubly Stochastic Kernel Machines, eq. (9))."""
 
     name = "loss"
-    task = "regression"  # or "classification"
-    probabilistic = False  # predict_proba available
-    lipschitz = None  # bound M on |loss'| used by CDSG (None: estimated from the data)
+    task = "regression"  # or "classification", "novelty"
+    probabilistic = False
+    lipschitz = None
 
     def value(self, u, Y):  # pragma: no cover - abstract
         """Per-sample loss, shape (n,), for outputs u and encoded targets Y, both (n, C)."""
@@ -44,7 +45,6 @@ class Square(Loss):
     name = "square"
 
     def value(self, u, Y):
-        """0.5 ||u - y||^2 per sample."""
         return 0.5 * ((u - Y) ** 2).sum(axis=1)
 
     def deriv(self, u, Y):
@@ -61,14 +61,12 @@ class Logistic(Loss):
     lipschitz = 1.0
 
     def value(self, u, Y):
-        """log(1 + exp(-y u)) per sample, summed over the one-vs-all columns."""
         xp = array_namespace(u)
         return xp.logaddexp(0.0, -Y * u).sum(axis=1)
 
     def deriv(self, u, Y):
-        """-y sigmoid(-y u)."""
+        """-y sigmoid(-y u), written with tanh (finite at large |u|)."""
         xp = array_namespace(u)
-        # -y * sigmoid(-y u), written with tanh for stability at large |u|
         return -Y * 0.5 * (1.0 - xp.tanh(0.5 * Y * u))
 
 
@@ -81,7 +79,6 @@ class Softmax(Loss):
     lipschitz = 2.0 ** 0.5
 
     def value(self, u, Y):
-        """logsumexp(u) - <Y, u> per sample, shifted by max(u) so exp cannot overflow."""
         m = u.max(axis=1, keepdims=True)
         xp = array_namespace(u)
         lse = m[:, 0] + xp.log(xp.exp(u - m).sum(axis=1))
@@ -100,7 +97,6 @@ class Hinge(Loss):
     lipschitz = 1.0
 
     def value(self, u, Y):
-        """max(0, 1 - y u) per sample, summed over the one-vs-all columns."""
         xp = array_namespace(u)
         return xp.maximum(0.0, 1.0 - Y * u).sum(axis=1)
 
@@ -116,7 +112,6 @@ class SquaredHinge(Loss):
     task = "classification"
 
     def value(self, u, Y):
-        """max(0, 1 - y u)^2 per sample, summed over the one-vs-all columns."""
         xp = array_namespace(u)
         return (xp.maximum(0.0, 1.0 - Y * u) ** 2).sum(axis=1)
 
@@ -138,7 +133,6 @@ class EpsilonInsensitive(Loss):
         self.epsilon = float(epsilon)
 
     def value(self, u, Y):
-        """max(0, |u - y| - epsilon) per sample."""
         xp = array_namespace(u)
         return xp.maximum(0.0, xp.abs(u - Y) - self.epsilon).sum(axis=1)
 
@@ -161,7 +155,6 @@ class Huber(Loss):
         self.lipschitz = self.delta
 
     def value(self, u, Y):
-        """0.5 r^2 for |r| <= delta, delta (|r| - delta/2) beyond, per sample."""
         xp = array_namespace(u)
         a = xp.abs(u - Y)
         return xp.where(a <= self.delta, 0.5 * a * a, self.delta * (a - 0.5 * self.delta)).sum(axis=1)
@@ -184,7 +177,6 @@ class Quantile(Loss):
         self.lipschitz = max(self.tau, 1.0 - self.tau)
 
     def value(self, u, Y):
-        """Pinball loss per sample: tau r for r >= 0, (tau - 1) r otherwise, r = y - u."""
         r = Y - u
         xp = array_namespace(u)
         return xp.where(r >= 0, self.tau * r, (self.tau - 1.0) * r).sum(axis=1)
@@ -214,7 +206,6 @@ class Novelty(Loss):
         self.rho = 0.0
 
     def value(self, u, Y):
-        """max(0, rho - u) - nu_o rho per sample (targets ignored)."""
         xp = array_namespace(u)
         return (xp.maximum(0.0, self.rho - u) - self.nu_o * self.rho).sum(axis=1)
 
@@ -244,17 +235,8 @@ def sigmoid(u):
     return 0.5 * (1.0 + xp.tanh(0.5 * u))
 
 
-LOSSES = {
-    "square": Square,
-    "logistic": Logistic,
-    "softmax": Softmax,
-    "hinge": Hinge,
-    "squared_hinge": SquaredHinge,
-    "epsilon_insensitive": EpsilonInsensitive,
-    "huber": Huber,
-    "quantile": Quantile,
-    "novelty": Novelty,
-}
+LOSSES = {c.name: c for c in (Square, Logistic, Softmax, Hinge, SquaredHinge, EpsilonInsensitive,
+                              Huber, Quantile, Novelty)}
 
 
 def make_loss(name, **params) -> Loss:

@@ -55,21 +55,15 @@ def _get_pool(k: int) -> ThreadPoolExecutor:
 
 
 def rowwise(fn: Callable[[object, int, int], None], Z):
-    """Call ``fn(Z[lo:hi], lo, hi)`` over row tiles of ``Z`` (in place; returns ``Z``).
-
-    ``fn`` must only touch its rows (writes to its tile, reads of row-aligned inputs). numpy:
-    tiles of ``TILE_BYTES``, contiguous runs of tiles per thread; cupy: one call on all rows.
-    """
+    """Call ``fn(Z[lo:hi], lo, hi)`` over row tiles of ``Z`` (in place; returns ``Z``); ``fn``
+    must only touch its rows (writes to its tile, reads of row-aligned inputs). numpy: tiles of
+    ``TILE_BYTES``, contiguous runs of tiles per thread; cupy: one call on all rows."""
     if not isinstance(Z, np.ndarray) or Z.ndim != 2 or Z.shape[0] == 0:
         fn(Z, 0, Z.shape[0])
         return Z
     n = Z.shape[0]
     tile = max(1, TILE_BYTES // max(1, Z.shape[1] * Z.itemsize))
-    k = min(get_threads(), -(-n // tile))
-    if k <= 1 or Z.nbytes < MIN_PARALLEL_BYTES:
-        for lo in range(0, n, tile):
-            fn(Z[lo:lo + tile], lo, min(n, lo + tile))
-        return Z
+    k = min(get_threads(), -(-n // tile)) if Z.nbytes >= MIN_PARALLEL_BYTES else 1
 
     def run(part: int) -> None:
         start, stop = n * part // k, n * (part + 1) // k
@@ -77,7 +71,7 @@ def rowwise(fn: Callable[[object, int, int], None], Z):
             hi = min(stop, lo + tile)
             fn(Z[lo:hi], lo, hi)
 
-    # part 0 on this thread, the others on the pool; exceptions propagate from result()
+    # part 0 on this thread, the others (if any) on the pool; exceptions propagate from result()
     futures = [_get_pool(k - 1).submit(run, p) for p in range(1, k)]
     run(0)
     for f in futures:

@@ -6,24 +6,20 @@ A low-level module, as scikit-learn's ``sklearn.utils._param_validation``: the r
 Imported by ``kernelscale.estimators`` and ``kernelscale.pipeline``; imports neither.
 
 * Each estimator class states its parameters' ranges once, in ``_rules`` (name -> :class:`Rule`);
-  ``fit`` starts with ``self._validate_params()``, which raises a one-line ``ValueError``
-  (``"n_iter=-1 must be 'auto' or an integer >= 0"``). The pipeline's config check calls
-  :func:`param_errors` with the same rules, so a config key and a ``fit`` give the same answer.
-  A parameter that only some values of the others use is declared in ``_used_only``: set to
-  anything but its default while unused, it is refused (:func:`unused_errors`, in ``fit`` and in
-  the config check) rather than silently ignored. Other checks that tie several parameters
-  together (``solver="cg"`` needs ``loss="square"``) stay in the estimator.
-* Parameter names mean one thing across estimators (``docs/architecture.md``): ``reg`` is nu of
-  the averaged objective (nu/2)||f||^2 + (1/n) sum loss (``l1_reg`` the weight of an L1 norm),
-  ``solver`` the choice of algorithm variant, ``n_iter`` the solver steps per ``fit``,
-  ``n_components`` the random features / centres / grids, ``engine`` where the work runs
-  (``kernelscale.engine``).
+  ``fit`` starts with ``self._validate_params()`` (a one-line ``ValueError``), and the pipeline's
+  config check calls :func:`param_errors` with the same rules. A parameter that only some values
+  of the others use is declared in ``_used_only``: set to anything but its default while unused,
+  it is refused (:func:`unused_errors`). Checks that tie several parameters together
+  (``solver="cg"`` needs ``loss="square"``) stay in the estimator.
+* Parameter names mean one thing across estimators (``docs/architecture.md``, "One name, one
+  meaning"): ``reg`` is nu of the averaged objective (nu/2)||f||^2 + (1/n) sum loss.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 import numbers
 import re
@@ -49,8 +45,7 @@ class Rule:
         return self.low is not None and (self.low > 0 or self.strict)
 
     def ok(self, value) -> bool:
-        """Whether ``value`` is allowed: a named option, a matching unit string or a number in
-        range."""
+        """Whether ``value`` is allowed: an option, a matching unit string or a number in range."""
         if value is None:
             return self.none
         if any(value is o or (type(value) is type(o) and value == o) for o in self.options):
@@ -58,16 +53,14 @@ class Rule:
         if isinstance(value, str):
             if self.unit is None or re.fullmatch(self.unit[0], value) is None:
                 return False
-            # "0 epochs" would fit nothing, "0/n" is reg 0 where it must be > 0, "median*0" a
-            # zero bandwidth: the number obeys the rule's bound on 0
+            # the number in "20 epochs", "0.01/n", "median*0.5" obeys the rule's bound on 0
             return not self._positive() or float(re.search(_NUMBER, value).group()) > 0
         if self.kind == "bool":
-            return isinstance(value, (bool,)) or type(value).__name__ == "bool_"
+            return isinstance(value, bool) or type(value).__name__ == "bool_"
         if isinstance(value, bool) or self.kind is None:
             return False
-        if self.kind == "int" and not isinstance(value, numbers.Integral):
-            return False
-        if self.kind == "real" and not (isinstance(value, numbers.Real) and math.isfinite(value)):
+        if not (isinstance(value, numbers.Integral) if self.kind == "int" else
+                isinstance(value, numbers.Real) and math.isfinite(value)):
             return False
         if self.low is not None and (value <= self.low if self.strict else value < self.low):
             return False
@@ -119,6 +112,9 @@ BANDWIDTH = Rule("real", low=0.0, strict=True, options=("auto", "median"),
 # rules of parameters that several estimators share, under each class's own _rules
 COMMON_RULES = {"bandwidth": BANDWIDTH, "warm_start": BOOL, "verbose": Int(0),
                 "kernel": OneOf(*KERNELS)}
+REG = Rule("real", low=0.0, options=("auto",), unit=PER_N)
+REG_POSITIVE = Rule("real", low=0.0, strict=True, options=("auto",), unit=PER_N)
+ITERS = Rule("int", low=1, options=("auto",), unit=EPOCHS)
 
 
 def rules_of(cls) -> dict:
@@ -126,10 +122,6 @@ def rules_of(cls) -> dict:
     names = set(cls._get_param_names())
     return {**{k: r for k, r in COMMON_RULES.items() if k in names},
             **getattr(cls, "_rules", {})}
-REG = Rule("real", low=0.0, options=("auto",), unit=PER_N)
-REG_POSITIVE = Rule("real", low=0.0, strict=True, options=("auto",), unit=PER_N)
-# n_iter=0 would fit nothing and predict a constant (or leave a warm-started model as it was)
-ITERS = Rule("int", low=1, options=("auto",), unit=EPOCHS)
 
 
 def reg_and_ridge(reg, n: int, alpha_sel: float | None = None) -> tuple[float, float]:
@@ -146,8 +138,6 @@ def reg_and_ridge(reg, n: int, alpha_sel: float | None = None) -> tuple[float, f
 
 
 def _defaults(cls) -> dict:
-    import inspect
-
     return {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
             if k != "self" and p.default is not inspect.Parameter.empty}
 
@@ -168,9 +158,7 @@ def unused_errors(cls, params: dict, given=None) -> list[tuple[str, str]]:
     """(name, one-line problem) for each parameter of ``given`` (default: every key of
     ``params``) set to a value other than its default although the other parameters' values
     (``params`` over the defaults) leave it unused: ``cls._used_only`` maps a name to (where it
-    is used, in words; the parameters that decide it; ``used(params) -> bool``).
-    An ignored setting is refused rather than silently dropped (svrg_inner with solver="sgd"),
-    by ``fit`` and by the config check alike."""
+    is used, in words; the parameters that decide it; ``used(params) -> bool``)."""
     rules = getattr(cls, "_used_only", {})
     if not rules:
         return []
@@ -219,8 +207,10 @@ class KernelscaleEstimator(BaseEstimator):
     ``validation.warn_if_constant``; a pickle records kernelscale's version and loads only in it."""
 
     _rules: dict[str, Rule] = {}
-    # parameters that only some settings of the others use (see ``unused_errors``)
-    _used_only: dict[str, tuple] = {}
+    _used_only: dict[str, tuple] = {}  # parameters only some settings of the others use
+    _auto_dtype = "float64"  # what engine dtype "auto" means for this estimator
+    _fitted_state = "solver_"  # the attribute a fit creates and a warm start continues from
+    _sparse_refusal: str | None = None  # the one-line reason it refuses sparse X (None: takes it)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -259,9 +249,6 @@ class KernelscaleEstimator(BaseEstimator):
         for name, problem in unused_errors(type(self), self.get_params(deep=False))[:1]:
             raise ValueError(f"{name}={problem}")
 
-    _auto_dtype = "float64"  # what engine dtype "auto" means for this estimator
-    _fitted_state = "solver_"  # the attribute a fit creates and a warm start continues from
-
     def _fresh(self) -> bool:
         """Whether this ``fit`` starts from scratch (not a warm start of a fitted model)."""
         return not (getattr(self, "warm_start", False) and hasattr(self, self._fitted_state))
@@ -277,9 +264,6 @@ class KernelscaleEstimator(BaseEstimator):
             engine = dataclasses.replace(engine, device="cpu")
         self.engine_ = engine
         return self.engine_
-
-    # the one-line reason why this estimator refuses scipy.sparse X (None: it takes it)
-    _sparse_refusal: str | None = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -20,12 +20,10 @@ BATCH_ROWS = 3  # the batch stream's row order in a window (stream), index = epo
 RB_GRIDS = 11  # random binning grids (kernels.random_binning), index = grid
 RB_CD_ORDER = 12  # RB-CD's coordinate permutations (solvers.rb_cd), index = class, epoch
 ROW_FINGERPRINT = 13  # the row cache's fingerprint vector (solvers.row_cache), index 0
-# The preconditioners' subsample (index 0, 1) and randomized SVD sketch (index 0) reuse the ids
-# of RB_GRIDS and RB_CD_ORDER: no model uses random binning and a preconditioner together.
+# The preconditioners' subsample (index 0, 1) and SVD sketch (index 0) share RB's ids (design.md)
 PRECONDITIONER_SUBSAMPLE = RB_GRIDS
 PRECONDITIONER_SKETCH = RB_CD_ORDER
-# Data streams, keyed by a generated dataset's seed (pipeline.data): never the model's streams
-# of the same fit unless a dataset and a model share a seed, and then at other indices or ids.
+# Data streams, keyed by a generated dataset's seed (pipeline.data):
 DATA_MODEL = 1  # a generator's model (weights of the function to learn), index 0
 DATA_ROWS = 2  # a generator's rows, index = block
 DATA_DEFORMED = 3  # generator ``deformed``: displacement fields and shifts, index = block
@@ -33,11 +31,8 @@ DATA_BAYES = 4  # generator ``bayes``: rows and labels, index = block
 
 
 def block_generator(seed: int, index: int, stream: int = 0) -> np.random.Generator:
-    """Independent generator for block ``index`` of model ``seed``.
-
-    ``stream`` separates different uses of the same block index (e.g. frequencies vs. the
-    coordinate sampler of UDSG), so they never share random numbers.
-    """
+    """Independent generator for block ``index`` of model ``seed`` in ``stream`` (one of the ids
+    above: different uses of one block index never share random numbers)."""
     key = np.array([int(seed) & _MASK, ((int(stream) & 0xFFFF) << 48) ^ (int(index) & _MASK)],
                    dtype=np.uint64)
     return np.random.Generator(np.random.Philox(key=key))

@@ -11,22 +11,21 @@ background thread into two buffers made once per stream) are ever in memory. Eac
 
 The window's rows are then shuffled and cut into batches; a window of all rows (in-memory data by
 default) is one permutation of all n. Batch ``t`` is a pure function of (seed, t, n, window_rows,
-batch_size), never of the on-disk chunking. zarr is read on one I/O thread
-(``io.single_io_thread``); a dask array that only views an on-disk array is unwrapped to it
-(``unwrap_dask``), any other is computed chunk by chunk in the reading thread. A CSR matrix on
-disk (``io.CSRStore``) is read the same way, its windows and batches as scipy.sparse CSR rows.
+batch_size), never of the on-disk chunking. zarr is read on one I/O thread, dask arrays in the
+reading thread (``unwrap_dask``); a CSR store (``io.CSRStore``) gives scipy.sparse CSR batches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
 import numpy as np
 
-from .backend import asarray, is_sparse, to_numpy
-from .io import CSRStore
+from .backend import asarray, is_cupy, is_sparse, to_numpy
+from .io import CSRStore, single_io_thread
 from .rng import BATCH_PIECES, BATCH_ROWS, block_generator, keyed_permutation
 
 PIECES_PER_WINDOW = 32  # a window holds pieces of this many parts of the data (strata)
@@ -35,14 +34,12 @@ _PERMUTATION_ROUNDS = 6  # Feistel rounds of rng.keyed_permutation
 
 def is_in_memory(X) -> bool:
     """numpy (not memmap), cupy or scipy.sparse arrays: random access is free."""
-    mod = type(X).__module__.split(".")[0]
-    return (isinstance(X, np.ndarray) and not isinstance(X, np.memmap)) or mod == "cupy" \
+    return (isinstance(X, np.ndarray) and not isinstance(X, np.memmap)) or is_cupy(X) \
         or is_sparse(X)
 
 
 def is_csr_store(X) -> bool:
-    """Whether X is a CSR matrix on disk (``io.CSRStore``): read as scipy.sparse CSR rows, never
-    held whole unless a solver loads all rows anyway."""
+    """Whether X is a CSR matrix on disk (``io.CSRStore``), read as scipy.sparse CSR rows."""
     return isinstance(X, CSRStore)
 
 
@@ -52,52 +49,35 @@ def is_dask(A) -> bool:
 
 
 def unwrap_dask(A):
-    """The on-disk array behind a dask array that only views it, else ``A`` unchanged.
-
-    ``da.from_zarr(path)`` / ``da.from_array(zarr_or_h5py_array)`` with no operation applied is
-    a graph of two layers: ``original-<name>`` holding the array itself, and the chunk getters.
-    Anything else (an operation, ``inline_array=True``, an in-memory array behind it) is read
-    through dask.
-    """
-    if not is_dask(A):
-        return A
-    layers = getattr(getattr(A, "dask", None), "layers", None)
+    """The on-disk array behind a dask array that only views it (``da.from_zarr`` /
+    ``da.from_array`` of zarr or h5py, no operation: a graph of the layer ``original-<name>``
+    holding that array and the chunk getters), else ``A`` unchanged."""
+    layers = getattr(getattr(A, "dask", None), "layers", None) if is_dask(A) else None
     if not layers or len(layers) != 2:
         return A
-    original = layers.get("original-" + str(A.name))
-    if original is None:
+    try:  # no such layer, one that is not a mapping, or not of one array
+        (inner,) = dict(layers.get("original-" + str(A.name))).values()
+    except Exception:
         return A
-    try:
-        values = list(dict(original).values())
-    except Exception:  # a layer type that does not materialize as a mapping
-        return A
-    if len(values) != 1:
-        return A
-    inner = values[0]
     same = (tuple(getattr(inner, "shape", ())) == tuple(A.shape)
             and getattr(inner, "dtype", None) == A.dtype)
-    if not same or is_in_memory(inner) or is_dask(inner) or not hasattr(inner, "__getitem__"):
-        return A
-    return inner
+    viewed = same and not (is_in_memory(inner) or is_dask(inner))
+    return inner if viewed and hasattr(inner, "__getitem__") else A
 
 
-def _one_io_thread(X) -> None:
-    """zarr behind an on-disk or dask array: read on one I/O thread (``io.single_io_thread``).
-    Called before the first chunk read of every reading path (the bandwidth's sample comes before
-    the stream): zarr arrays opened by dask never went through ``io.open_zarr``."""
+def _opened(X):
+    """``unwrap_dask(X)``, zarr set to read on one I/O thread (``io.single_io_thread``, also for
+    zarr opened by dask) before the first chunk read of every reading path."""
+    X = unwrap_dask(X)
     if not is_in_memory(X):
-        from .io import single_io_thread
-
-        try:
+        with contextlib.suppress(ImportError):  # no zarr installed: nothing to configure
             single_io_thread()
-        except ImportError:  # no zarr installed: nothing to configure (h5py, memmap)
-            pass
+    return X
 
 
-def _compute(block):
-    # in the calling thread: dask's default thread pool would decode chunks on several threads,
-    # each keeping freed chunk buffers in its own malloc arena
-    return block.compute(scheduler="synchronous")
+def _computed(block):
+    """A dask block computed in this thread (``docs/design.md``); any other block as it is."""
+    return block.compute(scheduler="synchronous") if hasattr(block, "compute") else block
 
 
 def read_rows(A, lo: int, hi: int) -> np.ndarray:
@@ -108,11 +88,8 @@ def read_rows(A, lo: int, hi: int) -> np.ndarray:
         return A if lo == 0 and hi >= A.shape[0] else A[lo:hi]
     if is_csr_store(A):
         return A[lo:hi]
-    block = A[lo:hi]
-    if hasattr(block, "compute"):
-        block = _compute(block)
-    mod = type(block).__module__.split(".")[0]
-    return block if mod == "cupy" else np.asarray(block)
+    block = _computed(A[lo:hi])
+    return block if is_cupy(block) else np.asarray(block)
 
 
 def _row_pieces(A, lo: int, hi: int):
@@ -144,14 +121,8 @@ def _zarr_out_buffer(A, out: np.ndarray, method: str):
 
 
 def read_rows_into(A, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
-    """Rows lo..hi-1 of an on-disk array written into the preallocated numpy ``out`` (returned).
-
-    zarr (v3) decodes chunks straight into ``out`` and h5py reads into it directly; other arrays
-    (dask, memmap) are copied in pieces of their own chunk size, so no window-sized temporary
-    is ever allocated.
-    """
-    if out.shape[0] != hi - lo:
-        raise ValueError(f"output buffer has {out.shape[0]} rows for rows {lo}..{hi}")
+    """Rows lo..hi-1 of an on-disk array written into the preallocated numpy ``out`` (returned):
+    zarr 3 and h5py read into it directly, other arrays are copied in pieces of their chunks."""
     NDBuffer = _zarr_out_buffer(A, out, "get_basic_selection")
     if NDBuffer is not None:
         A.get_basic_selection(slice(lo, hi), out=NDBuffer.from_numpy_array(out))
@@ -166,16 +137,11 @@ def read_rows_into(A, lo: int, hi: int, out: np.ndarray) -> np.ndarray:
 
 def read_runs_into(A, runs: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Row ranges ``runs`` ((lo, hi) pairs in storage order) of an on-disk array written one
-    after the other into the preallocated numpy ``out`` (returned).
-
-    zarr: the runs that lie in one chunk are read by one orthogonal selection, which decodes the
-    chunk once (a window of small data takes several pieces of one chunk; each read has a fixed
-    cost of about a millisecond besides the decoding). Other arrays: run by run.
-    """
+    after the other into the preallocated numpy ``out`` (returned); zarr runs that lie in one
+    chunk are read by one orthogonal selection (the chunk decoded once)."""
     NDBuffer = _zarr_out_buffer(A, out, "get_orthogonal_selection")
     step = chunk_rows_of(A) if NDBuffer is not None else None
-    sizes = runs[:, 1] - runs[:, 0]
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(runs[:, 1] - runs[:, 0])]).astype(np.int64)
     i = 0
     while i < len(runs):
         j = i + 1
@@ -195,8 +161,7 @@ def read_runs_into(A, runs: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 def read_csr_runs(X, runs: np.ndarray):
     """Row ranges ``runs`` ((lo, hi) pairs in storage order) of a CSR store (``io.CSRStore``) laid
-    end to end as one scipy.sparse CSR matrix: each run's pointers, column indices and values
-    are read straight into the matrix's own arrays (no per-run matrices joined afterwards)."""
+    end to end as one scipy.sparse CSR matrix, each run read straight into its arrays."""
     import scipy.sparse
 
     ptrs = [np.asarray(X.indptr[int(lo) : int(hi) + 1], dtype=np.int64) for lo, hi in runs]
@@ -221,8 +186,7 @@ def chunk_rows_of(A) -> int | None:
     chunks = getattr(A, "chunks", None)
     if not chunks:
         return None
-    first = chunks[0]
-    return int(first if isinstance(first, (int, np.integer)) else max(first))
+    return int(chunks[0] if isinstance(chunks[0], (int, np.integer)) else max(chunks[0]))
 
 
 _CHECK_ROWS = 8192  # rows per NaN test: bounds its mask to 8192 x d bytes whatever the window
@@ -237,8 +201,7 @@ def check_finite_rows(block, lo: int, name: str = "X") -> None:
             raise ValueError(f"{name} contains NaN or infinity (first at row {row})")
         return
     xp = np if isinstance(block, np.ndarray) else __import__("cupy")
-    # pieces bound the host mask; on a GPU one pass (each piece's test would be a device sync)
-    step = _CHECK_ROWS if xp is np else max(1, block.shape[0])
+    step = _CHECK_ROWS if xp is np else max(1, block.shape[0])  # a GPU: one pass, one sync
     for a in range(0, max(1, block.shape[0]), step):
         ok = xp.isfinite(block[a : a + step])
         if ok.ndim > 1:
@@ -263,29 +226,24 @@ class BatchStream:
         all rows when it is at least n.
     check_finite : validate the rows of on-disk X as they are read, with a one-line error naming
         the first bad row (every row is read in the first two epochs the stream serves).
-    prefetch : read the next window in a background thread (on-disk X only).
     """
 
     def __init__(self, X, y=None, *, batch_size: int, seed: int, xp: ModuleType = np,
-                 dtype=np.float64, window_rows: int | None = None, check_finite: bool = True,
-                 prefetch: bool = True):
-        X, y = unwrap_dask(X), unwrap_dask(y)
-        _one_io_thread(X)
+                 dtype=np.float64, window_rows: int | None = None, check_finite: bool = True):
+        X, y = _opened(X), unwrap_dask(y)
         self.X, self.y = X, y
         self.n = n = int(X.shape[0])
-        if y is not None and int(y.shape[0]) != self.n:
-            raise ValueError(f"X has {self.n} rows but y has {int(y.shape[0])}")
-        if self.n == 0:
+        if y is not None and int(y.shape[0]) != n:
+            raise ValueError(f"X has {n} rows but y has {int(y.shape[0])}")
+        if n == 0:
             raise ValueError("X has 0 rows")
-        self.batch_size = B = max(1, min(int(batch_size), self.n))
-        self.seed = int(seed)
-        self.xp = xp
-        self.dtype = np.dtype(dtype)
+        self.batch_size = B = max(1, min(int(batch_size), n))
+        self.seed, self.xp, self.dtype = int(seed), xp, np.dtype(dtype)
+        memory = is_in_memory(X)
         if window_rows is None:
-            window_rows = n if is_in_memory(X) else max(B, chunk_rows_of(X) or 65536)
+            window_rows = n if memory else max(B, chunk_rows_of(X) or 65536)
         window_rows = max(B, int(window_rows))
-        # all rows fit: one window, a permutation of all n rows (rounding it down to whole
-        # batches would leave the last n % B rows as a window of their own every epoch)
+        # all rows fit: one window of all n (whole batches would leave n % B rows as a window)
         self.window_rows = W = n if window_rows >= n else window_rows - window_rows % B
         self.n_windows = -(-n // W)
         tail = n - (self.n_windows - 1) * W
@@ -298,28 +256,21 @@ class BatchStream:
             self._last_piece_rows = n - (n_pieces - 1) * p
         else:
             self.piece_rows, self.strata = n, 1
-        # in-memory arrays were validated whole by the estimators' check_X (scikit-learn's
-        # validate_data / check_finite_rows); re-checking them costs O(n) per fit call, which
-        # warm-started segments repeat
-        self.check_finite = check_finite and not is_in_memory(X)
+        self.check_finite = check_finite and not memory  # in memory: checked whole by check_X
         self._first_epoch: int | None = None
         self._keys: dict[int, tuple] = {}
         self._cache: dict[tuple[int, int], tuple] = {}
-        self._pool = ThreadPoolExecutor(1) if prefetch and not is_in_memory(X) else None
+        self._pool = None if memory else ThreadPoolExecutor(1)
         self._pending: dict[tuple[int, int], object] = {}
         self._lock = threading.Lock()
-        # on-disk data: two reusable window buffers (the current window, the prefetched one)
-        self._buffers: list[np.ndarray | None] = [None, None]
+        self._buffers: list[np.ndarray | None] = [None, None]  # current / prefetched window
         self._slot_of: dict[tuple[int, int], int] = {}
 
-    # -- position bookkeeping -------------------------------------------------------------
     def _locate(self, t: int):
         """(epoch, window, batch index within the window) of step t."""
         epoch, r = divmod(int(t), self.batches_per_epoch)
-        if self.n_windows == 1:
-            return epoch, 0, r
-        w, j = divmod(r, self.window_rows // self.batch_size)
-        return epoch, w, j
+        return (epoch, 0, r) if self.n_windows == 1 else \
+            (epoch, *divmod(r, self.window_rows // self.batch_size))
 
     def _epoch_keys(self, epoch: int):
         """Round keys of the strata's piece permutations in ``epoch`` and the sequence position
@@ -366,7 +317,6 @@ class BatchStream:
         order = np.argsort(lo)
         return np.stack([lo[order], hi[order]], axis=1)
 
-    # -- window loading -------------------------------------------------------------------
     def _buffer(self, slot: int, rows: int) -> np.ndarray | None:
         """Rows of reusable buffer ``slot`` (allocated on first use); None for in-memory X, CSR
         stores or arrays whose reads are not plain numpy (cupy, object dtypes)."""
@@ -377,11 +327,11 @@ class BatchStream:
             self._buffers[slot] = np.empty(shape, dtype=self.X.dtype)
         return self._buffers[slot][:rows]
 
-    def _load(self, epoch: int, w: int, slot: int | None = None):
+    def _load(self, epoch: int, w: int, slot: int):
         runs = self._runs(epoch, w)
         sizes = runs[:, 1] - runs[:, 0]
         starts = np.concatenate([[0], np.cumsum(sizes)])
-        out = None if slot is None else self._buffer(slot, int(starts[-1]))
+        out = self._buffer(slot, int(starts[-1]))
         if is_csr_store(self.X):  # CSR rows on disk: the window as one CSR matrix
             Xw = read_csr_runs(self.X, runs)
         elif out is None:  # in memory (a view when the window is one run) or not plain numpy
@@ -411,14 +361,11 @@ class BatchStream:
             if key in self._cache:
                 return self._cache[key]
             fut = self._pending.pop(key, None)
-            if fut is None:
-                # read here, into the slot an in-flight prefetch is not writing (the current
-                # window's slot: it is being replaced)
+            if fut is None:  # read here, into the slot no in-flight prefetch is writing
                 slot = self._free_slot(self._pending)
                 self._slot_of[key] = slot
         data = fut.result() if fut is not None else self._load(epoch, w, slot)
-        with self._lock:
-            # keep only the current window: memory stays at one window + one prefetched
+        with self._lock:  # keep only the current window (and the prefetched one)
             self._cache = {key: data}
             self._slot_of = {k: v for k, v in self._slot_of.items()
                              if k == key or k in self._pending}
@@ -431,8 +378,7 @@ class BatchStream:
         with self._lock:
             if key in self._pending or key in self._cache:
                 return
-            # the slot the current window does not use; an older prefetch still writing there
-            # runs first (one worker thread), and its result is dropped with it
+            # the slot the current window does not use (an older prefetch there runs first)
             slot = self._free_slot(self._cache)
             self._slot_of = {k: v for k, v in self._slot_of.items() if k in self._cache}
             self._slot_of[key] = slot
@@ -448,17 +394,12 @@ class BatchStream:
         Xw, yw, perm, runs = self._window(epoch, w)
         self._prefetch(epoch, w)
         rows = perm[j * self.batch_size : (j + 1) * self.batch_size]
-        if self.xp is np or type(Xw).__module__.split(".")[0] == "cupy":
-            Xb = Xw[self.xp.asarray(rows)] if self.xp is not np else Xw[rows]
-        else:
-            Xb = Xw[rows]
+        Xb = Xw[self.xp.asarray(rows)] if self.xp is not np and is_cupy(Xw) else Xw[rows]
         # scipy.sparse rows stay sparse (CSR, in the stream's dtype), on the host
         Xb = asarray(Xb, self.xp, self.dtype) if is_sparse(Xb) else \
             self.xp.asarray(Xb, dtype=self.dtype)
-        yb = None
-        if yw is not None:
-            yb = yw[rows] if isinstance(yw, np.ndarray) else yw[self.xp.asarray(rows)]
-            yb = yb.get() if type(yb).__module__.split(".")[0] == "cupy" else np.asarray(yb)
+        yb = None if yw is None else \
+            to_numpy(yw[rows] if isinstance(yw, np.ndarray) else yw[self.xp.asarray(rows)])
         if not with_ids:
             return Xb, yb
         # window position -> storage row: the window is its runs laid end to end
@@ -473,19 +414,14 @@ class BatchStream:
 
 
 def _concat(parts: list):
-    """Row blocks joined (numpy, cupy or scipy.sparse CSR, as they come); one block is returned
-    as it is."""
+    """Row blocks joined (numpy, cupy or scipy.sparse CSR, as they come); one block as it is."""
     if len(parts) == 1:
         return parts[0]
     if is_sparse(parts[0]):
         import scipy.sparse
 
         return scipy.sparse.vstack(parts, format="csr")
-    if type(parts[0]).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return cupy.concatenate(parts)
-    return np.concatenate(parts)
+    return (__import__("cupy") if is_cupy(parts[0]) else np).concatenate(parts)
 
 
 def take_rows(X, idx: np.ndarray):
@@ -495,19 +431,14 @@ def take_rows(X, idx: np.ndarray):
     idx = np.asarray(idx, dtype=np.int64)
     if is_sparse(X) or is_csr_store(X):
         return X[idx]
-    X = unwrap_dask(X)
-    _one_io_thread(X)
-    mod = type(X).__module__.split(".")[0]
-    if mod == "cupy":
-        import cupy
-
-        return X[cupy.asarray(idx)]
+    X = _opened(X)
+    if is_cupy(X):
+        return X[__import__("cupy").asarray(idx)]
     if isinstance(X, np.ndarray):
         return X[idx]
     step = chunk_rows_of(X)
     if step and len(idx) and hasattr(X, "oindex"):
-        # zarr, one chunk at a time: one orthogonal selection would decode every touched chunk
-        # concurrently (a random sample touches them all: the whole array in flight at once)
+        # zarr (dask below alike): one chunk at a time, not every touched chunk decoded at once
         out = np.empty((len(idx),) + tuple(X.shape[1:]), dtype=X.dtype)
         bounds = np.searchsorted(idx, np.arange(0, int(X.shape[0]) + step, step))
         for a, b in zip(bounds[:-1], bounds[1:], strict=True):
@@ -515,20 +446,15 @@ def take_rows(X, idx: np.ndarray):
                 out[a:b] = X.oindex[idx[a:b]]
         return out
     if is_dask(X) and len(idx):
-        # chunk by chunk, like zarr: a fancy index over the whole array computes every touched
-        # chunk at once
         out = np.empty((len(idx),) + tuple(X.shape[1:]), dtype=X.dtype)
         done = 0
         for a, b in _row_pieces(X, 0, int(X.shape[0])):
             j = done + int(np.searchsorted(idx[done:], b))
             if j > done:
-                out[done:j] = _compute(X[a:b])[idx[done:j] - a]
+                out[done:j] = _computed(X[a:b])[idx[done:j] - a]
             done = j
         return out
-    block = X[idx]
-    if hasattr(block, "compute"):
-        block = _compute(block)
-    return np.asarray(block)
+    return np.asarray(_computed(X[idx]))
 
 
 def predict_rows(X, fn, xp: ModuleType, dtype, chunk_rows: int = 4096) -> np.ndarray:
@@ -542,7 +468,6 @@ def iter_row_chunks(X, chunk_rows: int):
     """Yield (lo, block) over X in row chunks (numpy/cupy views, scipy.sparse rows or rows read
     from disk; a CSR store's rows as scipy.sparse CSR)."""
     n = int(X.shape[0])
-    X = unwrap_dask(X)
-    _one_io_thread(X)
+    X = _opened(X)
     for lo in range(0, n, chunk_rows):
         yield lo, read_rows(X, lo, min(n, lo + chunk_rows))

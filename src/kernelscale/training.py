@@ -27,9 +27,7 @@ from .budget import MB, budget_window, csr_width
 from .solvers._common import Progress, run_loop
 from .stream import BatchStream, is_csr_store, is_in_memory
 
-# on-disk data under a memory budget keeps per-row solver state only when it takes at most this
-# share of the budget
-ROW_STATE_BUDGET_SHARE = 0.25
+ROW_STATE_BUDGET_SHARE = 0.25  # most of a memory budget that on-disk X's per-row state may take
 
 
 @dataclass
@@ -60,9 +58,8 @@ def keeps_rows(solver, X, engine) -> bool:
     if getattr(solver, "row_state_bytes", None) is None or not solver.use_row_cache:
         return False
     budget = engine.memory_budget
-    if budget is None or is_in_memory(X):
-        return True
-    return solver.row_state_bytes(int(X.shape[0])) <= ROW_STATE_BUDGET_SHARE * budget * MB
+    return budget is None or is_in_memory(X) \
+        or solver.row_state_bytes(int(X.shape[0])) <= ROW_STATE_BUDGET_SHARE * budget * MB
 
 
 def window_for(solver, rows: Rows, engine, keep: bool) -> int | None:
@@ -75,9 +72,8 @@ def window_for(solver, rows: Rows, engine, keep: bool) -> int | None:
     if not hasattr(solver, "work_bytes"):
         return engine.window_rows
     width = csr_width(X, rows.dtype) if is_csr_store(X) else int(X.shape[1])
-    work = solver.work_bytes(rows.batch_size, int(X.shape[0]), width)
-    if keep:
-        work += solver.row_state_bytes(int(X.shape[0]))
+    work = solver.work_bytes(rows.batch_size, int(X.shape[0]), width) \
+        + (solver.row_state_bytes(int(X.shape[0])) if keep else 0)
     return budget_window(engine, X, rows.batch_size, solver.block_size, rows.dtype, work)
 
 
@@ -95,13 +91,9 @@ def train(est, solver, rows: Rows, n_iter: int, *, name: str, hint: str,
                          check_finite=not rows.own)
     if not rows.own:
         est.window_rows_ = stream.window_rows
-    encode = rows.encode
-
     def batches(t):
         batch = stream.batch(t, with_ids=rows.with_ids)
-        if encode is None:
-            return batch
-        return (batch[0], encode(batch[1], xp), *batch[2:])
+        return batch if rows.encode is None else (batch[0], rows.encode(batch[1], xp), *batch[2:])
 
     progress = Progress(name, n_iter, getattr(est, "verbose", 0))
     spread_rows = None
@@ -110,8 +102,6 @@ def train(est, solver, rows: Rows, n_iter: int, *, name: str, hint: str,
             spread_rows = spread(dict(batch_size=rows.batch_size, seed=rows.seed,
                                       dtype=rows.dtype, window_rows=window_rows),
                                  stream=stream, keep_rows=keep)
-        if spread_rows is not None:
-            batches = spread_rows
         if hasattr(solver, "row_state_bytes"):
             if keep and spread_rows is None:
                 solver.keep_rows(int(rows.X.shape[0]), int(rows.X.shape[1]))
@@ -119,8 +109,8 @@ def train(est, solver, rows: Rows, n_iter: int, *, name: str, hint: str,
                 solver.drop_rows()
         if hasattr(solver, "prepare"):
             solver.prepare(rows.X, rows.Y, stream.window_rows, n_iter)
-        run_loop(solver, batches, n_iter, est.history_, name, on_step=progress, hint=hint,
-                 watch=getattr(solver, "watch", None))
+        run_loop(solver, batches if spread_rows is None else spread_rows, n_iter, est.history_,
+                 name, on_step=progress, hint=hint, watch=getattr(solver, "watch", None))
     finally:
         progress.close()
         stream.close()

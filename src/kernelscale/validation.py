@@ -5,33 +5,29 @@ the sparse-input checks, ``LabelCoder`` / ``find_classes``, ``OnDevice`` / ``dev
 and the constant-model check ``warn_if_constant``. Imported by ``kernelscale.estimators`` (and
 ``kernelscale.params``); imports neither the estimators nor the pipeline.
 
-In-memory inputs (numpy, lists, pandas) go through scikit-learn's ``validate_data`` so error
-messages and ``n_features_in_`` follow the library's conventions. Out-of-core inputs (zarr, dask,
-h5py, memmap) and cupy arrays are only checked for shape here; their values are checked for NaN/inf
-chunk by chunk as solvers read them (``kernelscale.stream``), so nothing is loaded whole.
+In-memory inputs (numpy, lists, pandas) go through scikit-learn's ``validate_data``. Out-of-core
+(zarr, dask, h5py, memmap) and cupy X are only checked for shape here; their values are checked
+for NaN/inf chunk by chunk as solvers read them (``kernelscale.stream``).
 
-scipy.sparse X (any format; CSR is kept, the others are converted to CSR once) is accepted by
-every estimator that does not set ``_sparse_refusal`` (the one-line reason it cannot take it),
-and is computed on the CPU: an engine device "auto" means the CPU for it (``engine_`` records
-"cpu"), "gpu" is a one-line ``DeviceError``, as is predicting sparse X with a model held on a GPU.
-A CSR matrix on disk (``io.CSRStore``) is sparse X in all of this, read chunk by chunk like the
-other on-disk arrays (its rows as CSR). y is never sparse.
+Sparse X, scipy.sparse (converted to CSR) or a CSR store (``io.CSRStore``, read chunk by chunk),
+is taken by every estimator without a ``_sparse_refusal`` and computed on the CPU: engine device
+"auto" means the CPU for it, "gpu" (or a model held on a GPU) is a one-line ``DeviceError``.
+y is never sparse.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import validate_data
 
-from .backend import DeviceError, check_dtype, namespace, predict_device, resolve_device
+from . import engine as _engine
+from .backend import DeviceError, check_dtype, is_cupy, namespace, predict_device, resolve_device
 from .stream import check_finite_rows, chunk_rows_of, is_csr_store, is_in_memory, iter_row_chunks
-
-
-def is_cupy(X) -> bool:
-    """Whether X is a cupy array (by module name, so cupy need not be installed)."""
-    return type(X).__module__.split(".")[0] == "cupy"
 
 
 def is_lazy(X) -> bool:
@@ -43,39 +39,23 @@ def is_lazy(X) -> bool:
 
 
 def is_sparse_X(X) -> bool:
-    """Whether X is sparse rows: a scipy.sparse matrix, or a CSR matrix on disk
-    (``io.CSRStore``)."""
+    """Whether X is sparse rows: a scipy.sparse matrix or a CSR store (``io.CSRStore``)."""
     return scipy.sparse.issparse(X) or is_csr_store(X)
 
 
 def load_csr_store(X):
-    """A CSR store (``io.CSRStore``) read whole into one in-memory scipy.sparse CSR matrix, its
-    rows checked for NaN/inf as they are read (for estimators that need all rows in memory);
-    any other X unchanged."""
-    if not is_csr_store(X):
-        return X
+    """A CSR store (``io.CSRStore``) read whole into one scipy.sparse CSR matrix, its rows
+    checked for NaN/inf as they are read; any other X unchanged."""
     from .solvers._common import load_rows
 
-    return load_rows(X, np, None)
-
-
-def reject_sparse(est, X):
-    """X itself, or for sparse X (``is_sparse_X``) where ``est`` sets ``_sparse_refusal`` a
-    one-line TypeError giving that reason (scikit-learn's own error is several lines)."""
-    reason = getattr(est, "_sparse_refusal", None)
-    if reason and is_sparse_X(X):
-        raise TypeError(f"{type(est).__name__} does not take sparse X: {reason}")
-    return X
+    return load_rows(X, np, None) if is_csr_store(X) else X
 
 
 def _sparse_device(est, fitting: bool, store: bool = False) -> None:
     """Sparse X runs on the CPU: a one-line DeviceError where this call would compute on a GPU
     (a fresh fit with engine device "gpu"; a warm start or a prediction of a model on a GPU).
     A fresh fit marks the estimator so that ``_resolve_engine`` takes "auto" as the CPU."""
-    fresh = fitting and getattr(est, "_fresh", lambda: True)()
-    if fresh:
-        from . import engine as _engine
-
+    if fitting and getattr(est, "_fresh", lambda: True)():
         on_gpu = _engine.resolve(getattr(est, "engine", None)).device == "gpu"
         where = "engine device 'gpu'"
         est._sparse_X = True
@@ -91,10 +71,12 @@ def _sparse_device(est, fitting: bool, store: bool = False) -> None:
 
 
 def _sparse_checks(est, X, reset: bool, fitting: bool):
-    """``reject_sparse`` and ``_sparse_device`` for sparse X (scipy.sparse or a CSR store); a
-    fresh fit of dense X clears the CPU mark of an earlier sparse fit."""
+    """Sparse X (``is_sparse_X``): a one-line TypeError giving the reason where ``est`` sets
+    ``_sparse_refusal``, then ``_sparse_device``; a fresh fit of dense X clears the CPU mark of
+    an earlier sparse fit."""
     if is_sparse_X(X):
-        reject_sparse(est, X)
+        if getattr(est, "_sparse_refusal", None):
+            raise TypeError(f"{type(est).__name__} does not take sparse X: {est._sparse_refusal}")
         _sparse_device(est, fitting, store=is_csr_store(X))
     elif reset and fitting:
         est._sparse_X = False
@@ -141,12 +123,10 @@ def check_X(est, X, *, reset: bool, fitting: bool | None = None):
     _sparse_checks(est, X, reset, fitting)
     if reset:
         _check_warm_width(est, X)
-    if is_cupy(X):
+    if is_cupy(X) or is_lazy(X):
         _check_shape(est, X, reset)
-        check_finite_rows(X, 0, "X")
-        return X
-    if is_lazy(X):
-        _check_shape(est, X, reset)
+        if is_cupy(X):
+            check_finite_rows(X, 0, "X")
         return X
     return _one_line(validate_data, est, X, reset=reset, dtype=[np.float64, np.float32],
                      accept_sparse="csr")
@@ -164,23 +144,19 @@ def check_X_y(est, X, y, *, regression: bool, lazy_labels: bool = False):
     ``lazy_labels``: class labels on disk (zarr, dask, h5py) stay there, for a ``LabelCoder``
     that reads them chunk by chunk (only their length is checked here)."""
     _reject_sparse_y(y)
-    _sparse_checks(est, X, True, True)
-    _check_warm_width(est, X)
     if is_cupy(X) or is_lazy(X):
         X = check_X(est, X, reset=True)
-        if lazy_labels and not regression and is_lazy(y) and len(y.shape) in (1, 2):
-            if y.shape[0] != X.shape[0]:
-                raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
-            return X, y
-        y = load_targets(y, np.float64 if regression else None)
+        if not (lazy_labels and not regression and is_lazy(y) and len(y.shape) in (1, 2)):
+            y = load_targets(y, np.float64 if regression else None)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
         if regression:
             check_finite_rows(y, 0, "y")
         return X, y
-    X, y = _one_line(validate_data, est, X, y, reset=True, dtype=[np.float64, np.float32],
+    _sparse_checks(est, X, True, True)
+    _check_warm_width(est, X)
+    return _one_line(validate_data, est, X, y, reset=True, dtype=[np.float64, np.float32],
                      multi_output=regression, y_numeric=regression, accept_sparse="csr")
-    return X, y
 
 
 def load_targets(y, dtype=None) -> np.ndarray:
@@ -193,14 +169,10 @@ def load_targets(y, dtype=None) -> np.ndarray:
         y = y.get()
     if is_in_memory(y) and (dtype is None or y.dtype == np.dtype(dtype)):
         return y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y
-    n = int(y.shape[0])
-    out = np.empty((n,) + tuple(y.shape[1:]), dtype=dtype or np.dtype(y.dtype))
-    step = chunk_rows_of(y) or (1 << 16)
-    for lo, block in iter_row_chunks(y, step):
+    out = np.empty((int(y.shape[0]),) + tuple(y.shape[1:]), dtype=dtype or np.dtype(y.dtype))
+    for lo, block in _chunks(y):
         out[lo:lo + block.shape[0]] = np.asarray(block.get() if is_cupy(block) else block)
-    if out.ndim == 2 and out.shape[1] == 1:
-        out = out.ravel()
-    return out
+    return out.ravel() if out.ndim == 2 and out.shape[1] == 1 else out
 
 
 def device_and_dtype(device, dtype):
@@ -223,37 +195,30 @@ class OnDevice:
         return xp
 
 
-LABEL_CHUNK = 1 << 16  # labels validated and encoded this many at a time
+LABEL_CHUNK = 1 << 16  # rows of labels / targets without on-disk chunks read at a time
 
 
 def index_dtype(n_classes: int) -> np.dtype:
     """Smallest unsigned integer dtype that holds class indices 0 .. n_classes - 1."""
-    for t in (np.uint8, np.uint16, np.uint32):
-        if n_classes <= int(np.iinfo(t).max) + 1:
-            return np.dtype(t)
-    return np.dtype(np.int64)
+    fits = [t for t in (np.uint8, np.uint16, np.uint32) if n_classes <= int(np.iinfo(t).max) + 1]
+    return np.dtype(fits[0] if fits else np.int64)
 
 
-def _label_chunks(y):
-    """(lo, block) over labels ``y`` (numpy views, or rows read from disk one chunk at a time)."""
+def _chunks(y):
+    """(lo, block) over labels or targets ``y``: numpy views, or on-disk rows chunk by chunk."""
     if not hasattr(y, "shape"):
         y = np.asarray(y)
     return iter_row_chunks(y, chunk_rows_of(y) or LABEL_CHUNK)
-
-
-def _check_labels(block) -> None:
-    check_classification_targets(block)
-    kind = type_of_target(block)
-    if kind not in ("binary", "multiclass"):
-        raise ValueError(f"y must hold class labels (binary or multiclass), got {kind}")
 
 
 def find_classes(y) -> np.ndarray:
     """Sorted distinct labels of ``y`` (np.unique's), validated and collected chunk by chunk (no
     copy of the whole y)."""
     parts = []
-    for _, block in _label_chunks(y):
-        _check_labels(block)
+    for _, block in _chunks(y):
+        check_classification_targets(block)
+        if (kind := type_of_target(block)) not in ("binary", "multiclass"):
+            raise ValueError(f"y must hold class labels (binary or multiclass), got {kind}")
         parts.append(np.unique(block))
     if len(parts) == 1:
         return parts[0]
@@ -299,7 +264,7 @@ class LabelCoder:
             y = np.asarray(y)
         k = len(self.classes_)
         out = np.empty(int(y.shape[0]), dtype=index_dtype(k))
-        for lo, block in _label_chunks(y):
+        for lo, block in _chunks(y):
             block = np.asarray(block).reshape(len(block))
             idx = np.searchsorted(self.classes_, block)
             np.clip(idx, 0, k - 1, out=idx)
@@ -310,8 +275,7 @@ class LabelCoder:
 
 
 CONSTANT_PROBE_ROWS = 1000  # training rows the constant-model check reads (one sorted sample)
-# outputs spread below this share of the targets' spread: a constant model (see warn_if_constant)
-CONSTANT_RTOL = 1e-3
+CONSTANT_RTOL = 1e-3  # outputs spread below this share of the targets': a constant model
 
 
 def warn_if_constant(est, X, y) -> None:
@@ -328,10 +292,6 @@ def warn_if_constant(est, X, y) -> None:
     if not named or X.shape[0] < 2:
         return
     n = int(X.shape[0])
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
     from .backend import to_numpy
     from .kernels import make_kernel
     from .kernels.bandwidth import median_bandwidth
@@ -339,10 +299,8 @@ def warn_if_constant(est, X, y) -> None:
 
     rng = np.random.default_rng(0)
     idx = np.sort(rng.choice(n, size=min(n, CONSTANT_PROBE_ROWS), replace=False))
-    if is_csr_store(X):  # its rows as CSR
-        rows = scipy.sparse.csr_matrix(take_rows(X, idx), dtype=np.float64)
-    elif scipy.sparse.issparse(X):  # sparse rows stay sparse (as CSR)
-        indexable = X.format in ("csr", "csc", "lil", "dok")
+    if is_sparse_X(X):  # sparse rows stay sparse (as CSR)
+        indexable = is_csr_store(X) or X.format in ("csr", "csc", "lil", "dok")
         rows = scipy.sparse.csr_matrix(take_rows(X if indexable else X.tocsr(), idx),
                                        dtype=np.float64)
     elif is_lazy(X) or is_cupy(X):  # at most one of the fit's windows at a time (memory budget)
@@ -369,7 +327,6 @@ def warn_if_constant(est, X, y) -> None:
     what = "one class" if one_class else f"outputs that vary by {spread:.1e} of the targets'"
     warnings.warn(f"{type(est).__name__}: the fitted model is constant (between training rows "
                   f"it predicts {what}) at {', '.join(named)}; the data's median pairwise "
-                  f"{metric} distance is "
-                  f"{median_bandwidth(rows, metric):.3g}: unless y holds no signal, try "
-                  "bandwidth='auto' (or near that distance) and reg='auto'", ConvergenceWarning,
-                  stacklevel=3)
+                  f"{metric} distance is {median_bandwidth(rows, metric):.3g}: unless y holds "
+                  "no signal, try bandwidth='auto' (or near that distance) and reg='auto'",
+                  ConvergenceWarning, stacklevel=3)

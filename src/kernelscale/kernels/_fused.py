@@ -1,10 +1,7 @@
 """Fused GPU kernels: one-pass element-wise finishes of feature and kernel blocks
 (ElementwiseKernel), and weighted sums of Fourier feature blocks that never hold the feature
-matrix (RawKernel).
-
-Each function does its work and returns True; it returns False on numpy or where the namespace
-lacks the kernel type (tests/gpu/fakecupy): the caller then takes the numpy-style path.
-"""
+matrix (RawKernel). Each function does its work and returns True, or False (nothing done) on
+numpy or where the namespace lacks the kernel type (tests/gpu/fakecupy)."""
 
 from __future__ import annotations
 
@@ -42,24 +39,20 @@ def sq_distances(G, xx, yy, xp, exp_scale=None) -> bool:
     pass in place; False where not available."""
     if not _usable(xp):
         return False
-    cos, gauss, sqdist = _kernels()
-    xx, yy = xx.astype(G.dtype, copy=False), yy.astype(G.dtype, copy=False)
-    if exp_scale is None:
-        sqdist(xx[:, None], yy.reshape(1, -1), G)
-    else:
-        gauss(xx[:, None], yy.reshape(1, -1), G.dtype.type(exp_scale), G)
+    _, gauss, sqdist = _kernels()
+    xx, yy = xx.astype(G.dtype, copy=False)[:, None], yy.astype(G.dtype, copy=False).reshape(1, -1)
+    gauss(xx, yy, G.dtype.type(exp_scale), G) if exp_scale is not None else sqdist(xx, yy, G)
     return True
 
 
-# -- sums of Fourier feature blocks without their feature matrices --------------------------------
-# One CUDA thread per row accumulates sum_e [i < limit_e] sum_j coef_e[j] cos(x_i . w_j + b_j) over
-# the terms e (a block of F features each) of its split; the splits' partial sums are added in a
-# fixed order afterwards (no atomics: the result does not depend on scheduling). A block of
-# threads stages FT features' (w, b, coef) in shared memory.
+# -- sums of Fourier feature blocks without their feature matrices: one CUDA thread per row sums
+# the terms of its split (FT features' (w, b, coef) staged in shared memory); the splits' partial
+# sums are added in a fixed order afterwards (no atomics).
 FOURIER_SUM_MAX_D = 64  # x_i is held in registers
 FOURIER_SUM_MAX_C = 16
 _ROWS_PER_BLOCK = 256
 _SHARED_BYTES = 32 * 1024
+_TYPE_NAMES = {"float32": "float", "float64": "double"}
 
 _FOURIER_SUM = r"""
 typedef __T__ T;
@@ -134,9 +127,6 @@ def _fourier_sum_kernel(dtype_name: str, d: int, c: int):
     return cupy.RawKernel(src, "fourier_sum", options=("-std=c++14",))
 
 
-_TYPE_NAMES = {"float32": "float", "float64": "double"}
-
-
 def fourier_sum_applies(X, out, xp) -> bool:
     """Whether ``fourier_sum`` runs for rows X and outputs out: a cupy with ``RawKernel`` (not
     tests/gpu/fakecupy), dense float32 / float64 X of d <= 64 columns, out of the same dtype with
@@ -148,10 +138,9 @@ def fourier_sum_applies(X, out, xp) -> bool:
 
 def fourier_sum(X, Wt, b, F: int, ks, coefs, limits, out, xp) -> bool:
     """out[i] += sum_e [i < limits[e]] sum_j coefs[e, j] cos(X[i] . Wt[ks[e] F + j] + b[ks[e] F + j])
-    for dense rows X (n, d), the parameters of a stack of blocks of F features (W transposed,
-    (blocks F, d), and b of the same dtype as X) and E terms, each a block index ``ks[e]``, an
-    (F, C) coefficient block ``coefs[e]`` and a row limit, in one kernel without the (n, F)
-    feature matrices. False (nothing done) where ``fourier_sum_applies`` does not hold."""
+    for dense rows X (n, d), a stack of blocks of F features (W transposed, (blocks F, d), and b,
+    of X's dtype) and E terms (block index ``ks[e]``, (F, C) coefficients ``coefs[e]``, row
+    limit), in one kernel; False (nothing done) where ``fourier_sum_applies`` does not hold."""
     if not fourier_sum_applies(X, out, xp) or Wt.dtype != X.dtype:
         return False
     n, d = X.shape

@@ -29,8 +29,7 @@ def median_bandwidth(X, metric: str = "euclidean", n_sample: int = 1000, seed: i
     if is_sparse(sample):
         dists = sparse_pdist(sample.astype(np.float64), metric)
     else:
-        sample = np.asarray(to_numpy(sample), dtype=np.float64)
-        dists = pdist(sample, metric=metric)
+        dists = pdist(np.asarray(to_numpy(sample), dtype=np.float64), metric=metric)
     dists = dists[dists > 0]
     if dists.size == 0:
         raise ValueError("median bandwidth undefined: all sampled rows are identical")
@@ -43,14 +42,10 @@ def sparse_pdist(S, metric: str) -> np.ndarray:
     scikit-learn's sparse Manhattan distances."""
     from sklearn.metrics.pairwise import euclidean_distances, manhattan_distances
 
-    S = S.tocsr()
-    if metric == "euclidean":
-        D = euclidean_distances(S)
-    elif metric == "cityblock":
-        D = manhattan_distances(S)
-    else:
+    pairwise = {"euclidean": euclidean_distances, "cityblock": manhattan_distances}.get(metric)
+    if pairwise is None:
         raise ValueError(f"metric={metric!r}: sparse rows take 'euclidean' or 'cityblock'")
-    return D[np.triu_indices(S.shape[0], k=1)]
+    return pairwise(S.tocsr())[np.triu_indices(S.shape[0], k=1)]
 
 
 def resolve_bandwidth(bandwidth, X, metric: str, seed: int = 0) -> float:
@@ -60,8 +55,7 @@ def resolve_bandwidth(bandwidth, X, metric: str, seed: int = 0) -> float:
         if head.strip() != "median":
             raise ValueError(f"bandwidth={bandwidth!r} must be 'auto', 'median', 'median*<factor>' "
                              "or a number > 0")
-        scale = float(mult) if mult else 1.0
-        return median_bandwidth(X, metric=metric, seed=seed, scale=scale)
+        return median_bandwidth(X, metric=metric, seed=seed, scale=float(mult) if mult else 1.0)
     if not isinstance(bandwidth, numbers.Real) or isinstance(bandwidth, bool) \
             or not math.isfinite(bandwidth) or bandwidth <= 0:
         raise ValueError(f"bandwidth={bandwidth!r} must be 'auto', 'median' or a number > 0")

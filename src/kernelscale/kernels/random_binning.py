@@ -7,19 +7,14 @@ bin b_r(x) = (floor((x_1 - u_r1)/delta_r1), ..., floor((x_d - u_rd)/delta_rd)). 
 two points share a bin is k(x, x') (the paper's eq. 7), so with z(x) = the one-hot bin indicators of
 R grids, concatenated and scaled by 1/sqrt(R), <z(x), z(x')> is an unbiased estimate of k(x, x').
 
-Laplacian k_j(delta) = exp(-delta/sigma): delta k_j''(delta) = delta exp(-delta/sigma)/sigma^2, i.e.
-Gamma(shape 2, scale sigma).
-
-* Grid r's widths and offsets are a pure function of (seed, r) via ``rng.block_generator`` (stream
+* Grid r's widths and offsets are a pure function of (seed, r) (``rng.block_generator``, stream
   ``rng.RB_GRIDS``); nothing random is pickled.
 * Each grid hashes the bin vector b_r(x) to 64 bits with a seeded chain h <- mix64(h xor b_j)
-  (mix64 = the splitmix64 finaliser, a bijection on uint64).
-* The fitted vocabulary is, per grid, the *sorted* unique hashes seen in training; grid r owns the
-  columns offsets[r] .. offsets[r+1]-1, so Z does not depend on how the rows were chunked and every
-  training row has exactly R distinct non-zeros.
-* ``rows`` (``fit_transform`` / ``transform``; e.g. ``spread.ClusterRows`` on a dask client): the
-  row blocks are hashed by ``rows.map`` and come back in row order (the lookup stays here: it needs
-  the whole vocabulary); None: hashed in this process.
+  (mix64: the splitmix64 finaliser).
+* The fitted vocabulary is, per grid, the sorted unique hashes seen in training; grid r owns the
+  columns offsets[r] .. offsets[r+1]-1, so every training row has exactly R distinct non-zeros.
+* ``rows`` (``fit_transform`` / ``transform``; e.g. ``spread.ClusterRows``): the row blocks are
+  hashed by ``rows.map``, in row order, and looked up here; None: hashed in this process.
 """
 
 from __future__ import annotations
@@ -31,19 +26,15 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from ..backend import is_cupy
 from ..rng import RB_GRIDS, block_generator
 from ..stream import check_finite_rows, iter_row_chunks
+from .shift_invariant import check_bandwidth
 
 DEFAULT_CHUNK_ROWS = 65536
-
-
-# -- width distributions p(delta) ∝ delta k''(delta) ------------------------------------------------
-def _laplacian_widths(rng: np.random.Generator, d: int, sigma: float) -> np.ndarray:
-    """Laplacian exp(-|t|/sigma): p(delta) = delta exp(-delta/sigma) / sigma^2 = Gamma(2, sigma)."""
-    return rng.gamma(2.0, sigma, size=d)
-
-
-RB_KERNELS = {"laplacian": _laplacian_widths}
+# widths delta ~ p(delta) ∝ delta k''(delta): (rng, d, sigma) -> (d,); Laplacian exp(-t/sigma):
+# delta exp(-delta/sigma) / sigma^2 = Gamma(shape 2, scale sigma)
+RB_KERNELS = {"laplacian": lambda rng, d, sigma: rng.gamma(2.0, sigma, size=d)}
 
 
 def check_rb_kernel(kernel) -> str:
@@ -58,20 +49,12 @@ def draw_grid(kernel: str, d: int, sigma: float, seed: int, r: int):
     rng = block_generator(seed, r, RB_GRIDS)
     delta = RB_KERNELS[check_rb_kernel(kernel)](rng, d, sigma)
     u = rng.uniform(0.0, 1.0, size=d) * delta  # u ~ U[0, delta)
-    hseed = rng.integers(0, 2**63 - 1, dtype=np.int64)
-    return delta, u, np.uint64(hseed)
-
-
-def draw_grids(kernel: str, d: int, sigma: float, seed: int, n_grids: int):
-    """Stacked grid parameters: delta (R, d), u (R, d), hash seeds (R,) uint64."""
-    deltas, us, hs = zip(*(draw_grid(kernel, d, sigma, seed, r) for r in range(n_grids)), strict=True)
-    return np.stack(deltas), np.stack(us), np.array(hs, dtype=np.uint64)
+    return delta, u, np.uint64(rng.integers(0, 2**63 - 1, dtype=np.int64))
 
 
 # -- numba kernels -----------------------------------------------------------------------------------
 @numba.njit(inline="always")
-def _mix64(z):
-    # splitmix64 finaliser: a bijection of uint64 with full avalanche
+def _mix64(z):  # the splitmix64 finaliser
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
@@ -115,25 +98,16 @@ def _lookup(H, keys, offsets):
 
 # -- the feature map -----------------------------------------------------------------------------------
 class RandomBinning:
-    """Random Binning feature map (Alg. 1) with a vocabulary of bins fitted on training data.
-
-    Parameters
-    ----------
-    kernel : "laplacian" (the product kernels with k'' >= 0 that RB supports; see ``RB_KERNELS``).
-    bandwidth : sigma > 0 (already resolved; the estimators apply the median trick).
-    n_grids : R, the number of random grids.
-    seed : integer seed; grid r is regenerated from (seed, r).
-
-    Fitted attributes: ``keys_`` (D,) uint64 sorted per grid, ``offsets_`` (R+1,) int64,
-    ``n_features_out_`` = D, ``kappa_`` = D / R (mean non-empty bins per grid).
-    """
+    """Random Binning feature map (Alg. 1) of ``kernel`` (one of ``RB_KERNELS``) with bandwidth
+    sigma > 0 over R = ``n_grids`` grids, grid r drawn from (``seed``, r), with a vocabulary of
+    bins fitted on training data. Fitted attributes: ``keys_`` (D,) uint64 sorted per grid,
+    ``offsets_`` (R+1,) int64, ``n_features_out_`` = D, ``kappa_`` = D / R (mean non-empty bins
+    per grid)."""
 
     def __init__(self, kernel: str = "laplacian", bandwidth: float = 1.0, n_grids: int = 256,
                  seed: int = 0):
         self.kernel = check_rb_kernel(kernel)
-        bandwidth = float(bandwidth)
-        if not math.isfinite(bandwidth) or bandwidth <= 0:
-            raise ValueError(f"bandwidth={bandwidth!r} must be a positive finite number")
+        bandwidth = check_bandwidth(bandwidth)
         if int(n_grids) < 1:
             raise ValueError(f"n_grids={n_grids!r} must be >= 1")
         self.bandwidth = bandwidth
@@ -141,53 +115,41 @@ class RandomBinning:
         self.seed = int(seed)
         self._grids = None
 
-    # grid parameters are regenerated, never pickled
     def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_grids"] = None
-        return state
+        return {**self.__dict__, "_grids": None}
 
     def grids(self, d: int):
-        """Grid parameters (delta (R, d), u (R, d), hash seeds (R,)) for d dimensions, drawn once
-        and cached (they are a pure function of the seed, so never pickled)."""
+        """Grid parameters (delta (R, d), u (R, d), hash seeds (R,) uint64) for d dimensions,
+        drawn once and cached (never pickled)."""
         if self._grids is None or self._grids[0].shape[1] != d:
-            self._grids = draw_grids(self.kernel, d, self.bandwidth, self.seed, self.n_grids)
+            deltas, us, hs = zip(*(draw_grid(self.kernel, d, self.bandwidth, self.seed, r)
+                                   for r in range(self.n_grids)), strict=True)
+            self._grids = np.stack(deltas), np.stack(us), np.array(hs, dtype=np.uint64)
         return self._grids
 
     def hashes(self, X) -> np.ndarray:
-        """(n, R) uint64 bin hashes of in-memory rows X (computed in float64 so that float32 and
-        float64 copies of the same data bin identically)."""
+        """(n, R) uint64 bin hashes of in-memory rows X (computed in float64, so that float32
+        and float64 copies of the same data bin identically)."""
         X = np.ascontiguousarray(X, dtype=np.float64)
-        delta, u, hseed = self.grids(X.shape[1])
-        return _hash_bins(X, delta, u, hseed)
+        return _hash_bins(X, *self.grids(X.shape[1]))
 
     def _iter_hashes(self, X, chunk_rows: int, check_finite: bool, rows=None):
-        if rows is not None and type(X).__module__.split(".")[0] != "cupy":
-            # blocks hashed by rows.map, returned in row order: the same hashes
-            delta, u, hseed = self.grids(int(X.shape[1]))
-            fn = functools.partial(_block_hashes, delta=delta, u=u, hseed=hseed,
-                                   check_finite=check_finite)
-            yield from rows.map(fn, X, chunk_rows=chunk_rows)
+        fn = functools.partial(_block_hashes, *self.grids(int(X.shape[1])), check_finite)
+        if rows is not None and not is_cupy(X):
+            yield from rows.map(fn, X, chunk_rows=chunk_rows)  # in row order
             return
         for lo, block in iter_row_chunks(X, chunk_rows):
-            block = _host(block)
-            if check_finite:
-                check_finite_rows(block, lo, "X")
-            yield self.hashes(block)
+            yield fn(block.get() if is_cupy(block) else block, lo=lo)
 
     def fit_transform(self, X, chunk_rows: int = DEFAULT_CHUNK_ROWS, check_finite: bool = True,
                       rows=None):
-        """Fit the bin vocabulary on X (read ``chunk_rows`` rows at a time) and return its CSR Z
-        (``rows``: see the module docstring).
-
-        One pass over X: the (n, R) hashes are kept (they take the memory Z's indices will take)
-        and turned into columns once every grid's vocabulary is known.
-        """
+        """Fit the bin vocabulary on X in one pass (``chunk_rows`` rows at a time, the (n, R)
+        hashes kept) and return its CSR Z (``rows``: see the module docstring)."""
         H = np.concatenate(list(self._iter_hashes(X, chunk_rows, check_finite, rows)), axis=0)
         self.fit_vocabulary([np.unique(H[:, r]) for r in range(self.n_grids)], int(X.shape[1]))
         cols = _lookup(H, self.keys_, self.offsets_)
         del H
-        return self._csr(cols)
+        return columns_csr(cols, self.n_grids, self.n_features_out_)
 
     def fit_vocabulary(self, uniques: list[np.ndarray], n_features_in: int) -> None:
         """Set the vocabulary: ``uniques[r]`` = grid r's sorted unique training hashes."""
@@ -206,17 +168,16 @@ class RandomBinning:
             raise ValueError("RandomBinning is not fitted; call fit_transform first")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
-        parts = [self.transform_hashes(H)
-                 for H in self._iter_hashes(X, chunk_rows, check_finite, rows)]
+        return self.transform_hashes(self._iter_hashes(X, chunk_rows, check_finite, rows))
+
+    def transform_hashes(self, H) -> sp.csr_matrix:
+        """CSR features, with the fitted vocabulary, of rows with bin hashes H (n, R)
+        (``hashes``), or of the row blocks of an iterable of such H, stacked."""
+        if isinstance(H, np.ndarray):
+            return columns_csr(_lookup(H, self.keys_, self.offsets_), self.n_grids,
+                               self.n_features_out_)
+        parts = [self.transform_hashes(h) for h in H]
         return sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
-
-    def transform_hashes(self, H: np.ndarray) -> sp.csr_matrix:
-        """CSR features of rows with bin hashes H (n, R) (``hashes``), with the fitted
-        vocabulary."""
-        return self._csr(_lookup(H, self.keys_, self.offsets_))
-
-    def _csr(self, cols: np.ndarray) -> sp.csr_matrix:
-        return columns_csr(cols, self.n_grids, self.n_features_out_)
 
 
 def columns_csr(cols: np.ndarray, n_grids: int, n_features_out: int) -> sp.csr_matrix:
@@ -237,25 +198,18 @@ def columns_csr(cols: np.ndarray, n_grids: int, n_features_out: int) -> sp.csr_m
     return sp.csr_matrix((data, indices, indptr), shape=(n, n_features_out))
 
 
-def _block_hashes(block, lo, delta, u, hseed, check_finite):
-    """Hashes of one row block (a task on a dask worker)."""
+def _block_hashes(delta, u, hseed, check_finite: bool, block, lo: int):
+    """Hashes of one host row block whose first row is row ``lo`` of X (``check_finite``: a
+    one-line error naming a bad row)."""
     block = np.asarray(block)
     if check_finite:
         check_finite_rows(block, lo, "X")
     return _hash_bins(np.ascontiguousarray(block, dtype=np.float64), delta, u, hseed)
 
 
-def _host(block) -> np.ndarray:
-    if type(block).__module__.split(".")[0] == "cupy":
-        return block.get()
-    return np.asarray(block)
-
-
 def rb_kernel_estimate(X, Y=None, *, kernel="laplacian", bandwidth=1.0, n_grids=256, seed=0):
-    """The RB estimate of the kernel matrix: fraction of the R grids in which x and y share a bin.
-
-    (Equals <z(x), z(y)> for rows of the training set; for testing the estimator.)
-    """
+    """The RB estimate of the kernel matrix: the fraction of the R grids in which x and y share a
+    bin (<z(x), z(y)> for rows of the training set)."""
     rb = RandomBinning(kernel, bandwidth, n_grids, seed)
     HX = rb.hashes(X)
     HY = HX if Y is None else rb.hashes(Y)

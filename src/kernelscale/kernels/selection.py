@@ -53,21 +53,13 @@ def _targets(Y, classify: bool) -> np.ndarray:
     return T
 
 
-def _score(F: np.ndarray, Y: np.ndarray, classify: bool) -> float:
-    if classify:
-        return float(np.mean(F.argmax(axis=1) != Y.argmax(axis=1)))
-    return float(np.mean((F - Y) ** 2))
-
-
 def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", alpha=None,
            n_fit: int = 1000, n_val: int = 1000) -> tuple[float, float]:
-    """(sigma, alpha) by the rule of the module docstring.
-
-    ``bandwidth`` other than "auto" (a number, "median", "median*f") is resolved and kept;
-    ``alpha`` (= n nu) other than None is kept. ``Y``: regression targets, or classes (1-D integer
-    indices or encoded targets, see ``_classes``; only the sample's rows are read). ``X`` may be any row-indexable array (numpy, cupy, zarr, dask,
-    scipy.sparse): only the sample is read (sparse rows stay sparse).
-    """
+    """(sigma, alpha) by the rule of the module docstring. ``bandwidth`` other than "auto" (a
+    number, "median", "median*f") is resolved and kept, ``alpha`` (= n nu) other than None kept.
+    ``Y``: regression targets, or classes (1-D integer indices or encoded targets, ``_classes``).
+    ``X``: any row-indexable array (numpy, cupy, zarr, dask, scipy.sparse); only the sample's
+    rows of X and Y are read (sparse rows stay sparse)."""
     n = int(X.shape[0])
     metric = make_kernel(kernel, 1.0).metric
     fixed_sigma = None if bandwidth == "auto" else resolve_bandwidth(bandwidth, X, metric, seed=seed)
@@ -91,8 +83,8 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
         return (fixed_sigma or median), (fixed_alpha or FALLBACK_ALPHA)
     sigmas = [fixed_sigma] if fixed_sigma is not None else [median * f for f in SIGMA_FACTORS]
     alphas = [fixed_alpha] if fixed_alpha is not None else list(ALPHAS)
-    # alpha = n nu is the same number for the proxy's n_tr rows as for the full fit. At most one
-    # n_tr x n_tr matrix lives beside eigh's own; each is dropped before the next is made.
+    # alpha = n nu holds for the proxy's n_tr rows as for the full fit; each matrix is dropped
+    # before the next is made
     Xtr, Xva = Xs[tr], Xs[va]
     del Xs
     Ttr, Tva = T[tr], T[va]
@@ -100,18 +92,15 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
     results = []
     for si, sigma in enumerate(sigmas):
         k = make_kernel(kernel, sigma)
-        K = np.asarray(to_numpy(k(Xtr)), dtype=np.float64)
-        w, V = np.linalg.eigh(K)
-        del K
+        w, V = np.linalg.eigh(np.asarray(to_numpy(k(Xtr)), dtype=np.float64))
         np.maximum(w, 0.0, out=w)
-        Kv = np.asarray(to_numpy(k(Xva, Xtr)), dtype=np.float64)
-        KvV = Kv @ V
-        del Kv
+        KvV = np.asarray(to_numpy(k(Xva, Xtr)), dtype=np.float64) @ V
         VtY = V.T @ Ttr
         del V
         for ai, alpha in enumerate(alphas):
             F = KvV @ (VtY / (w + alpha)[:, None])
-            results.append((_score(F, Tva, classify), si, ai))
+            err = F.argmax(axis=1) != Tva.argmax(axis=1) if classify else (F - Tva) ** 2
+            results.append((float(np.mean(err)), si, ai))
         del KvV
     release_freed_memory()
     best = min(r[0] for r in results)
@@ -125,10 +114,8 @@ def select(X, Y, kernel: str, classify: bool, seed: int = 0, bandwidth="auto", a
 def transient_bytes(n_features: int, n_fit: int = 1000, n_val: int = 1000) -> int:
     """Peak memory ``select`` adds while it runs, freed when it returns: five ``n_fit`` x ``n_fit``
     float64 matrices (the kernel matrix, numpy's eigh's copy of it, its eigenvectors and its
-    workspace of two more) and the float64 sample with its train / validation copies. It depends
-    on neither n nor a memory budget; it runs before any training stream exists."""
-    m = int(n_fit) + int(n_val)
-    return 8 * (5 * int(n_fit) ** 2 + 2 * m * int(n_features))
+    workspace of two more) and the float64 sample with its train / validation copies."""
+    return 8 * (5 * int(n_fit) ** 2 + 2 * (int(n_fit) + int(n_val)) * int(n_features))
 
 
 __all__ = ["ALPHAS", "SIGMA_FACTORS", "select", "transient_bytes"]

@@ -21,16 +21,13 @@ from ..backend import array_namespace, is_sparse
 from ..parallel import rowwise
 from . import _fused
 
-# Row chunk for the broadcasted (n, m, d) distance computations: bounds temporaries to ~64 MB.
-_BROADCAST_BYTES = 64 * 2**20
+_BROADCAST_BYTES = 64 * 2**20  # bound on the temporaries of one row chunk's products
 
 
 def sparse_times(X, W) -> np.ndarray:
-    """X W for scipy.sparse X and a dense host W of any memory layout, C-ordered. scipy's product
-    reads W row by row and copies a W that is not C-ordered whole; here a C-ordered W is read as
-    it is, and otherwise only the rows of W that X's stored columns name are gathered (cheap
-    where W's rows are contiguous runs, e.g. a column slice of a row-major array), unless they
-    are most of a column-major W, which is then copied whole once."""
+    """X W, C-ordered, for scipy.sparse X and a dense host W of any memory layout: W as it is
+    when C-ordered, else only the rows of W that X's stored columns name, gathered (W copied whole
+    once where they are most of a column-major W)."""
     X = X.tocsr()
     if W.flags.c_contiguous:
         return np.ascontiguousarray(X @ W)
@@ -49,17 +46,14 @@ def _row_norms(A):
 
 
 def _sparse_gram(X, Y):
-    """X Y^T as a dense C-ordered host array where X or Y is scipy.sparse (CSR). Two sparse
-    arguments: products of the larger one's row blocks with the smaller one transposed (its
-    conversion is the only copy), each block's sparse result densified into its place, so that
-    no sparse product holds more than about ``_BROADCAST_BYTES`` of values."""
+    """X Y^T as a dense C-ordered host array where X or Y is scipy.sparse (CSR); for two sparse
+    arguments, by row blocks of the larger one (about ``_BROADCAST_BYTES`` of values each)."""
     n, m = X.shape[0], Y.shape[0]
     if not (is_sparse(X) and is_sparse(Y)):
         if is_sparse(X):
             return sparse_times(X, Y.T)
         return np.ascontiguousarray(sparse_times(Y, X.T).T)
-    dtype = np.result_type(X.dtype, Y.dtype)
-    G = np.empty((n, m), dtype=dtype)
+    G = np.empty((n, m), dtype=np.result_type(X.dtype, Y.dtype))
     big, small, by_rows = (X, Y, True) if n >= m else (Y, X, False)
     small_t = small.T.tocsr()
     step = max(1, _BROADCAST_BYTES // max(1, 16 * small.shape[0]))
@@ -72,33 +66,23 @@ def _sparse_gram(X, Y):
     return G
 
 
-def _sq_euclidean(X, Y, xp, then=None, exp_scale=None):
-    """||x - y||^2 for all pairs (clipped at 0 against cancellation), from one product X Y^T;
-    ``then(D)`` finishes each tile in place (e.g. the exp of the Gaussian kernel), so the whole
-    kernel block is one product plus one threaded pass (``parallel.rowwise``). With
-    ``exp_scale`` the result is exp(exp_scale ||x - y||^2); on a GPU one fused pass (``_fused``).
-    X or Y may be scipy.sparse (``_sparse_gram``)."""
-    if is_sparse(X) or is_sparse(Y):
-        xx, yy = _row_norms(X), _row_norms(Y)[None, :]
-        G = _sparse_gram(X, Y)
-    else:
-        xx = (X * X).sum(axis=1)
-        yy = (Y * Y).sum(axis=1)[None, :]
-        G = X @ Y.T
-    if then is None and _fused.sq_distances(G, xx, yy, xp, exp_scale):
+def _sq_euclidean(X, Y, xp, exp_scale=None):
+    """||x - y||^2 for all pairs (clipped at 0 against cancellation) from one product X Y^T and
+    one pass over its tiles (``parallel.rowwise``; on a GPU ``_fused``); with ``exp_scale``,
+    exp(exp_scale ||x - y||^2). X or Y may be scipy.sparse (``_sparse_gram``)."""
+    xx, yy = _row_norms(X), _row_norms(Y)[None, :]
+    G = _sparse_gram(X, Y) if is_sparse(X) or is_sparse(Y) else X @ Y.T
+    if _fused.sq_distances(G, xx, yy, xp, exp_scale):
         return G
-    if exp_scale is not None:
-        def then(D):
-            D *= exp_scale
-            xp.exp(D, out=D)
 
     def finish(D, lo, hi):
         D *= -2.0
         D += xx[lo:hi, None]
         D += yy
         xp.maximum(D, 0.0, out=D)
-        if then is not None:
-            then(D)
+        if exp_scale is not None:
+            D *= exp_scale
+            xp.exp(D, out=D)
 
     return rowwise(finish, G)
 
@@ -118,6 +102,14 @@ def _broadcast_rows(X, Y, xp, fn):
     return out
 
 
+def check_bandwidth(bandwidth) -> float:
+    """``float(bandwidth)``; a one-line ValueError unless it is positive and finite."""
+    bandwidth = float(bandwidth)
+    if not math.isfinite(bandwidth) or bandwidth <= 0:
+        raise ValueError(f"bandwidth={bandwidth!r} must be a positive finite number")
+    return bandwidth
+
+
 class Kernel:
     """Base class. ``bandwidth`` is sigma in the formulas below (a positive finite number)."""
 
@@ -125,19 +117,14 @@ class Kernel:
     metric = "euclidean"  # distance the median trick uses for this kernel
 
     def __init__(self, bandwidth: float):
-        bandwidth = float(bandwidth)
-        if not math.isfinite(bandwidth) or bandwidth <= 0:
-            raise ValueError(f"bandwidth={bandwidth!r} must be a positive finite number")
-        self.bandwidth = bandwidth
+        self.bandwidth = check_bandwidth(bandwidth)
 
     def __repr__(self):
         return f"{type(self).__name__}(bandwidth={self.bandwidth:g})"
 
     def __call__(self, X, Y=None):
-        """Exact kernel matrix K[i, j] = k(X[i], Y[j]) in the namespace of X."""
-        xp = array_namespace(X)
-        Y = X if Y is None else Y
-        return self._matrix(X, Y, xp)
+        """Exact kernel matrix K[i, j] = k(X[i], Y[j]) (Y None: X) in the namespace of X."""
+        return self._matrix(X, X if Y is None else Y, array_namespace(X))
 
     def _matrix(self, X, Y, xp):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -156,7 +143,6 @@ class Gaussian(Kernel):
         return _sq_euclidean(X, Y, xp, exp_scale=-0.5 / self.bandwidth**2)
 
     def sample_frequencies(self, d, n, rng):
-        """w ~ N(0, sigma^-2 I), shape (d, n)."""
         return rng.standard_normal((d, n)) / self.bandwidth
 
 
@@ -171,7 +157,6 @@ class Laplacian(Kernel):
         return xp.exp(-d1 / self.bandwidth)
 
     def sample_frequencies(self, d, n, rng):
-        """w_j ~ Cauchy(0, 1/sigma) independently, shape (d, n)."""
         return rng.standard_cauchy((d, n)) / self.bandwidth
 
 
@@ -186,7 +171,6 @@ class Cauchy(Kernel):
         return xp.exp(-logk)
 
     def sample_frequencies(self, d, n, rng):
-        """w_j ~ Laplace(0, 1/sigma) independently, shape (d, n)."""
         return rng.laplace(0.0, 1.0, (d, n)) / self.bandwidth
 
 
@@ -197,8 +181,6 @@ class Matern(Kernel):
     a multivariate Student-t with 2 nu degrees of freedom and scale 1/sigma, sampled as
     w = z / sigma * sqrt(2 nu / u), z ~ N(0, I), u ~ chi^2(2 nu).
     """
-
-    metric = "euclidean"
 
     def __init__(self, bandwidth: float, nu: float = 1.5):
         super().__init__(bandwidth)
@@ -221,23 +203,14 @@ class Matern(Kernel):
         return (1.0 + s + s * s / 3.0) * xp.exp(-s)
 
     def sample_frequencies(self, d, n, rng):
-        """w = z / sigma * sqrt(2 nu / u), z ~ N(0, I), u ~ chi^2(2 nu): the multivariate
-        Student-t of the class docstring, shape (d, n)."""
         z = rng.standard_normal((d, n))
         u = rng.chisquare(2.0 * self.nu, size=n)
         return z * np.sqrt(2.0 * self.nu / u)[None, :] / self.bandwidth
 
 
-KERNELS = {
-    "gaussian": Gaussian,
-    "rbf": Gaussian,
-    "laplacian": Laplacian,
-    "laplace": Laplacian,
-    "cauchy": Cauchy,
-    "matern12": lambda bw: Matern(bw, 0.5),
-    "matern32": lambda bw: Matern(bw, 1.5),
-    "matern52": lambda bw: Matern(bw, 2.5),
-}
+KERNELS = {"gaussian": Gaussian, "rbf": Gaussian, "laplacian": Laplacian, "laplace": Laplacian,
+           "cauchy": Cauchy, "matern12": lambda bw: Matern(bw, 0.5),
+           "matern32": lambda bw: Matern(bw, 1.5), "matern52": lambda bw: Matern(bw, 2.5)}
 
 
 def make_kernel(name: str, bandwidth: float) -> Kernel:

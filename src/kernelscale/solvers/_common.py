@@ -12,6 +12,7 @@ from types import ModuleType
 import numpy as np
 
 from ..backend import asarray, is_sparse, synchronize, to_numpy
+from ..budget import batch_bytes
 from ..stream import (  # noqa: F401 (re-exported)
     check_finite_rows,
     is_csr_store,
@@ -64,19 +65,36 @@ class DeviceState:
         self.xp = np
 
 
-class TailAverage:
-    """Mixin: the mean of the last iterates of a stochastic method, the suffix average of
-    Rakhlin, Shamir & Sridharan, "Making gradient descent optimal for strongly convex stochastic
-    optimization", ICML 2012 (the mean of the last alpha T of T iterates), with alpha between 1/2
-    and 3/4. After step t, 2^k <= t < 2^(k+1), the mean is over the iterates of steps
-    2^(k-1) .. t: two running sums, of the steps before 2^k and of those from 2^k on, which move
-    on at every power of two. So early iterates leave the mean, the memory is two arrays of the
-    iterate's size, and a run cut into warm-started segments averages what one run does.
+class FourierModel:
+    """Mixin for a linear model on one ``FourierBlocks`` block (``blocks``): its feature count,
+    one step's working set and the move of the blocks with the arrays."""
 
-    The solver sets ``sum_before`` and ``sum_since`` to zero arrays of the iterate's shape (left
-    None: no averaging) and names them in ``_arrays``; its step calls ``_average_in`` with the
-    new iterate before ``t`` advances (or keeps its sums itself, turned over where
-    ``_tail_turns`` says)."""
+    @property
+    def block_size(self) -> int:
+        return self.blocks.F
+
+    def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
+        """One step's working set (``training``): ``budget.batch_bytes``."""
+        return batch_bytes(batch_size, n_features, self.blocks.F, self.blocks.dtype)
+
+    def to(self, xp):
+        """Move the weights and the feature blocks to namespace ``xp``."""
+        if self.blocks.xp is not xp:
+            self.blocks.to(xp)
+        return super().to(xp)
+
+
+class TailAverage:
+    """Mixin: the suffix average of Rakhlin, Shamir & Sridharan, "Making gradient descent optimal
+    for strongly convex stochastic optimization", ICML 2012 (the mean of the last alpha T of T
+    iterates), alpha in [1/2, 3/4]: after step t, 2^k <= t < 2^(k+1), the mean of the iterates of
+    steps 2^(k-1) .. t, kept as two running sums (before 2^k, from 2^k on) that move on at every
+    power of two; warm-started segments average what one run does.
+
+    The solver sets ``sum_before`` and ``sum_since`` to zero arrays of the iterate's shape (None:
+    no averaging) and names them in ``_arrays``; its step calls ``_average_in`` with the new
+    iterate before ``t`` advances (or keeps its sums itself, turned over where ``_tail_turns``
+    says)."""
 
     n_before = n_since = 0
 
@@ -125,7 +143,8 @@ def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
 
 
 def kernel_apply(kernel, A, centers, coef, xp: ModuleType):
-    """K(A, centers) @ coef without holding more than ``KERNEL_BLOCK_BYTES`` of kernel values."""
+    """K(A, centers) @ coef without holding more than ``KERNEL_BLOCK_BYTES`` of kernel values
+    (zeros for no centres)."""
     n_c = int(centers.shape[0])
     step_c = max(1, KERNEL_BLOCK_BYTES // max(1, A.shape[0] * np.dtype(A.dtype).itemsize))
     out = None
@@ -137,27 +156,13 @@ def kernel_apply(kernel, A, centers, coef, xp: ModuleType):
     return out
 
 
-# batch objective over its first (positive) value that stops a run as diverged
-DIVERGED = 1e4
-# loss on the points a step has just learned from, after that step, over the larger of the same
-# points' loss before it and the run's first batch objective, that stops a run as overshooting.
-# A step within the stable limit lowers its own batch's loss (the shrink of the old terms alone
-# can raise it, to at most ~1/4 of the zero model's); twice the larger of the two is past it.
-# Square loss on points the step alone moves (a near-delta kernel): the ratio is
-# (eta k(x, x) / m - 1)^2, so eta k / m > 1 + sqrt(2) ~ 2.4 stops (from 2 on the step already
-# leaves those points worse than f = 0).
-OVERSHOOT = 2.0
-# The smoothed watch (``DivergenceWatch(smoothed=True)``, DSG's): the batch objective's
-# exponential average over ~10 iterations, judged after a few, against the same average of the
-# objective of f = 0 on the same batches. A run whose average stays above WORSE_THAN_ZERO times
-# that has learned a function worse than predicting nothing (square loss: R^2 < -1 on batches
-# the step did not see).
-WORSE_THAN_ZERO = 2.0
-WATCH_AFTER = 20  # iterations before the smoothed objective is judged (its average needs a few)
-WATCH_DECAY = 0.9
-# At the end of a run, the smoothed objective above that of f = 0 by more than NOISE_SE standard
-# errors of the smoothed difference stops it; less is a model no better than f = 0 (a warning).
-NOISE_SE = 3.0
+# The watch's thresholds (``DivergenceWatch``; reasons: docs/design.md, "The overshoot check")
+DIVERGED = 1e4  # batch objective over its first (positive) value
+OVERSHOOT = 2.0  # a batch's objective after its step over the larger of before and the start
+WORSE_THAN_ZERO = 2.0  # smoothed objective over that of f = 0
+WATCH_AFTER = 20  # iterations before the smoothed objective is judged
+WATCH_DECAY = 0.9  # the smoothing: an exponential average over ~10 iterations
+NOISE_SE = 3.0  # standard errors over f = 0 that stop a run at its end
 
 
 def steps(n_iter, per_epoch: int, auto_epochs: float) -> int:
@@ -188,9 +193,8 @@ class Progress:
             try:
                 from tqdm.auto import tqdm
             except ImportError:  # pragma: no cover - plain lines then
-                tqdm = None
-            if tqdm is not None:
-                self.bar = tqdm(total=self.n_iter, desc=name, file=sys.stderr, leave=True)
+                return
+            self.bar = tqdm(total=self.n_iter, desc=name, file=sys.stderr, leave=True)
 
     def __call__(self, rec: dict) -> None:
         if self.verbose <= 0:
@@ -222,18 +226,13 @@ class DivergenceWatch:
     * the batch objective is not finite, or above ``DIVERGED`` times its first positive value
       (a zero first objective is not watched; nor is growth where the solver sets
       ``watch_growth = False``);
-    * the record's ``after`` (the same batch's objective right after its step, on the points it
-      has just learned from) is not finite or above ``OVERSHOOT`` times the larger of the batch
-      objective and its start. The batch objective is taken before a step, on points a kernel
-      expansion may not have seen: with a near-delta kernel f stays ~0 there while each step
-      overshoots on its own points;
+    * the record's ``after`` (the same batch's objective right after its step) is not finite or
+      above ``OVERSHOOT`` times the larger of the batch objective and its start;
     * ``smoothed``: the averaged batch objective, after ``WATCH_AFTER`` iterations, is above
       ``WORSE_THAN_ZERO`` times the average objective of f = 0 (the solver's
       ``zero_objective``, set by its step), and at the end of a run (``end``) above it by more
-      than ``NOISE_SE`` standard errors of the smoothed difference: f = 0 is feasible and a
-      working step lowers the objective below it wherever y holds a signal it can learn, so such
-      a model is only a step rule that failed. Above it within that noise is a model no better
-      than f = 0, the right result where y holds no such signal: a ConvergenceWarning, no error.
+      than ``NOISE_SE`` standard errors of the smoothed difference; within that noise a
+      ConvergenceWarning, no error (a model no better than f = 0).
 
     The state (``obj_start``, ``obj_avg``, ``zero_avg``, ``diff_sq_avg``) is kept on the solver,
     so a warm-started segment watches the same reference."""

@@ -16,21 +16,17 @@ The model is f(x) = sum_j phi_j(x) alpha_j, phi_j the j-th seeded block of F ran
    ``precondition`` is on (the block step the DSG authors' code used).
 
 Step size gamma_t = eta0 / (1 + t / t0) ("inverse"), eta0 / t ("theory", needs eta0 nu in (1, 2)),
-eta0 / sqrt(1 + t / t0) ("inverse_sqrt") or eta0 ("constant"). ``eta0="auto"`` takes the largest
+eta0 / sqrt(1 + t / t0) ("inverse_sqrt") or eta0 ("constant"). ``eta0="auto"``: the largest
 stable mini-batch step of EigenPro (Ma, Belkin, "Diving into the Shallows: a Computational
-Perspective on Large-Scale Shallow Learning", NIPS 2017, section 4) with the shrink term:
-eta0 = B / (beta + (B - 1) lambda_1 + B nu) with beta = max k(x, x) = 1 and lambda_1 the top
-eigenvalue of the first block's feature covariance phi^T phi / B on the first batch (an estimate of
-the kernel operator's top eigenvalue), capped by ``DSGSolver._noise_cap``; with
-``precondition=True`` eta0 = 1 / (1 + nu), with "eigenpro" ``DSGSolver._eigenpro_eta0`` (also
-capped).
+Perspective on Large-Scale Shallow Learning", NIPS 2017, section 4) with the shrink term,
+``DSGSolver._auto_eta0``, capped by ``DSGSolver._noise_cap``; with ``precondition=True``
+1 / (1 + nu), with "eigenpro" ``DSGSolver._eigenpro_eta0`` (also capped).
 
 CDSG checking rule: our reading of eq. (9) of "Fast Doubly Stochastic Kernel Machines". For block
 k let beta_k be the running sum of -step * mean-gradient put into it (shrunk like alpha),
 g_bar = (1/B) sum_b loss'(u_b, y_b), M a bound on |loss'| and sigma_k^2 the variance of the block's
-kernel estimate phi_k(x)^T phi_k(x') - k(x, x') (estimated on the batch that created it). The
-constant (kappa + phi)^2 multiplies every term of eq. (8) and cancels. Reusing block k with step
-eta keeps the DSG error bound when
+kernel estimate phi_k(x)^T phi_k(x') - k(x, x') (estimated on the batch that created it).
+Reusing block k with step eta keeps the DSG error bound when
 
     2 ||beta_k - eta g_bar||^2 + 2 eta^2 M^2 sigma_k^2 / B  <=  ||beta_k||^2 + gamma_t^2 ||g_bar||^2,
 
@@ -54,44 +50,33 @@ from ..backend import asarray, is_sparse, to_numpy
 from ..kernels import FourierBlocks, Kernel
 from ..losses import Loss
 from ..rng import UDSG_REUSE, block_generator
-from ._common import DivergenceWatch, steps
+from ._common import DivergenceWatch, is_csr_store, steps, take_rows
+from .preconditioners import PrimalPreconditioner, step_size, subsample_indices
+from .row_cache import RowCache
 
 VARIANTS = ("dsg", "udsg", "cdsg")
 SCHEDULES = ("inverse", "theory", "inverse_sqrt", "constant")
-# f(X) is evaluated over groups of blocks whose (rows, g F) feature matrix is at most this big
-# (at least one block), on a CPU; fixed, not taken from the memory budget, so that a model does not
-# depend on the budget (grouping changes the rounding); the budget planner counts it
-# (``work_bytes``). Reasons: docs/design.md, "DSG's block groups".
+# bytes of the (rows, g F) feature matrix of a group of blocks in ``DSGModel.decision`` (at least
+# one block): fixed, so that a model does not depend on the memory budget (docs/design.md,
+# "DSG's block groups"); ``work_bytes`` counts it
 GROUP_BYTES = 2 * 2**20
 GPU_GROUP_BYTES = 64 * 2**20  # the same on a GPU
 SCALE_FLOOR = 1e-100  # the lazy shrink factor is folded into the coefficients below this
+RIDGE_FACTOR = 0.01  # the block Newton step's ridge is at least nu + RIDGE_FACTOR tr(cov) / B
+NEWTON_DF_SHARE = 0.5  # ... and keeps its degrees of freedom at most this share of B
+NOISE_SHARE = 1.0  # noise of all plain steps over the objective of f = 0, at most (``_noise_cap``)
+EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" may cause
 
 
 def group_bytes(xp) -> int:
     """Feature-matrix bytes per group of blocks in ``DSGModel.decision`` on namespace ``xp``."""
     return GROUP_BYTES if xp is np else GPU_GROUP_BYTES
-RIDGE_FACTOR = 0.01
-# the block Newton step is a ridge regression of the batch's residual on the block's F features;
-# its ridge keeps the effective degrees of freedom tr(C (C + lambda I)^-1) at most this share of
-# the batch, so that the step does not interpolate the batch (``DSGSolver._newton_ridge``)
-NEWTON_DF_SHARE = 0.5
-# share of the objective of f = 0 that the random-feature noise of all plain steps together may
-# add (``DSGSolver._noise_cap``)
-NOISE_SHARE = 1.0  # (at most e-fold growth of the error where nothing is learned)
-EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" may cause
-# DSG's run: the smoothed watch (``solvers._common.DivergenceWatch``) and the settings it names
-WATCH = DivergenceWatch("DSG", "set a smaller eta0, a larger t0, a larger bandwidth or reg, or "
-                               "precondition=False", smoothed=True)
 
 
 @dataclass
 class DSGConfig:
-    """Settings of one DSG / UDSG / CDSG run, taken as given (the estimators check them).
-
-    The step schedule is ``step_size``; ``n_new`` / ``n_reuse`` are UDSG's G and U ("Fast
-    Doubly Stochastic Kernel Machines", Alg. 3); ``max_step_ratio`` and ``grad_bound`` (M) tune
-    CDSG's checking rule (its eq. (9); see the module docstring).
-    """
+    """Settings of one DSG / UDSG / CDSG run (the module docstring), taken as given (the
+    estimators check them)."""
 
     variant: str = "dsg"
     block_size: int = 256
@@ -106,8 +91,7 @@ class DSGConfig:
     grad_bound: float | None = None  # M of CDSG; None: the loss's own bound, else running max
 
     def step_size(self, t: int, eta0: float) -> float:
-        """gamma_t for 1-based iteration t: eta0 / (1 + t / t0) ("inverse"), eta0 / t ("theory",
-        Dai et al. 2014, Alg. 1), eta0 / sqrt(1 + t / t0) ("inverse_sqrt") or eta0 ("constant")."""
+        """gamma_t for 1-based iteration t (the schedules of the module docstring)."""
         if self.schedule == "inverse":
             return eta0 / (1.0 + t / self.t0)
         if self.schedule == "theory":
@@ -164,9 +148,7 @@ def auto_iterations(n: int, batch_size: int, new_share: float = 1.0) -> int:
 def new_block_share(variant: str, n_new: int = 1, n_reuse: int = 1) -> float:
     """Share of steps that draw a new block where it is fixed in advance: G / (G + U) for UDSG,
     1 for DSG and CDSG."""
-    if variant == "udsg":
-        return int(n_new) / (int(n_new) + int(n_reuse))
-    return 1.0
+    return int(n_new) / (int(n_new) + int(n_reuse)) if variant == "udsg" else 1.0
 
 
 @dataclass(frozen=True)
@@ -207,7 +189,6 @@ def auto_settings(n: int, d: int, task: str, *, variant="dsg", block_size="auto"
     else:
         precondition = precondition if precondition == "eigenpro" else bool(precondition)
     if t0 == "auto":
-        # one of the AUTO_EPOCHS passes of DSG's "auto" run (at least MIN_AUTO_ITERATIONS)
         pass_steps = max(per_epoch, MIN_AUTO_ITERATIONS // AUTO_EPOCHS)
         t0 = float(pass_steps) if precondition == "eigenpro" else DEFAULT_T0
     if max_step_ratio == "auto":
@@ -242,45 +223,33 @@ class DSGModel:
 
     def to(self, xp) -> DSGModel:
         """Move the coefficients to another array namespace (a no-op when already there)."""
-        if self.xp is xp:
-            return self
-        if xp is np:
-            coef = self.coef.get() if hasattr(self.coef, "get") else self.coef
-        else:
-            coef = xp.asarray(self.coef)
-        self.blocks.to(xp)
-        self.coef = coef
+        if self.xp is not xp:
+            self.coef = asarray(self.coef, xp)
+            self.blocks.to(xp)
         return self
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        coef = self.coef[: self.n_blocks]
-        state["coef"] = coef.get() if hasattr(coef, "get") else np.array(coef)
+        state["coef"] = np.array(to_numpy(self.coef[: self.n_blocks]))
         state["beta"] = self.beta[: self.n_blocks].copy()
         state["sigma2"] = self.sigma2[: self.n_blocks].copy()
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        F = self.blocks.F
         if self.n_blocks == 0:  # keep room for the next block
-            self.coef = np.zeros((4, F, self.n_outputs), dtype=self.blocks.dtype)
+            self.coef = np.zeros((4, self.blocks.F, self.n_outputs), dtype=self.blocks.dtype)
             self.beta, self.sigma2 = np.zeros((4, self.n_outputs)), np.zeros(4)
 
-    def _grow(self):
-        cap = self.coef.shape[0]
-        if self.n_blocks < cap:
-            return
-        xp = self.xp
-        new = xp.zeros((2 * cap,) + self.coef.shape[1:], dtype=self.coef.dtype)
-        new[:cap] = self.coef
-        self.coef = new
-        self.beta = np.concatenate([self.beta, np.zeros_like(self.beta)])
-        self.sigma2 = np.concatenate([self.sigma2, np.zeros_like(self.sigma2)])
-
     def new_block(self) -> int:
-        """Append a zero coefficient block (growing the storage as needed); returns its index."""
-        self._grow()
+        """Append a zero coefficient block (doubling the storage when full); returns its index."""
+        cap = self.coef.shape[0]
+        if self.n_blocks >= cap:
+            new = self.xp.zeros((2 * cap,) + self.coef.shape[1:], dtype=self.coef.dtype)
+            new[:cap] = self.coef
+            self.coef = new
+            self.beta = np.concatenate([self.beta, np.zeros_like(self.beta)])
+            self.sigma2 = np.concatenate([self.sigma2, np.zeros_like(self.sigma2)])
         self.n_blocks += 1
         return self.n_blocks - 1
 
@@ -296,21 +265,18 @@ class DSGModel:
             return renorm
         return 1.0
 
-    def decision(self, X, row_budget_bytes: int | None = None, coefficient_units: bool = False):
+    def decision(self, X, coefficient_units: bool = False):
         """f(X) = sum_j phi_j(X) alpha_j (Alg. 2): on a GPU in one fused kernel where it applies
-        (``FourierBlocks.weighted_sum``), else blocks stacked into products of
-        ``row_budget_bytes`` feature matrices (whole blocks; at least one; default
-        ``group_bytes``). ``coefficient_units``: f / (scale sqrt(2 / F)), the stored
-        coefficients' units (``row_cache``)."""
+        (``FourierBlocks.weighted_sum``), else blocks stacked into products of ``group_bytes``
+        feature matrices (whole blocks; at least one). ``coefficient_units``:
+        f / (scale sqrt(2 / F)), the stored coefficients' units (``row_cache``)."""
         xp = self.xp
-        if row_budget_bytes is None:
-            row_budget_bytes = group_bytes(xp)
         out = xp.zeros((X.shape[0], self.n_outputs), dtype=self.blocks.dtype)
         m = self.n_blocks
         if m == 0:
             return out
         F = self.blocks.F
-        g = self.blocks.group_size(X.shape[0], row_budget_bytes)
+        g = self.blocks.group_size(X.shape[0], group_bytes(xp))
         fused = self.blocks.weighted_sum(X, np.arange(m), self.coef[:m],
                                          np.full(m, X.shape[0]), out)
         for lo in range(0, 0 if fused else m, g):
@@ -326,15 +292,12 @@ class DSGSolver:
     """Runs DSG / UDSG / CDSG iterations on a model (see the module docstring)."""
 
     newton_ridge = None  # the Newton step's ridge floor, set by its first step
-    # f of the training rows kept between visits (``row_cache``); False: every step evaluates f
-    # on its batch over all blocks
-    use_row_cache = True
+    use_row_cache = True  # False: every step evaluates f on its batch over all blocks
+    watch = DivergenceWatch("DSG", "set a smaller eta0, a larger t0, a larger bandwidth or reg, or "
+                                   "precondition=False", smoothed=True)
 
     def __init__(self, model: DSGModel, kernel: Kernel, loss: Loss, config: DSGConfig, seed: int):
-        self.model = model
-        self.kernel = kernel
-        self.loss = loss
-        self.config = config
+        self.model, self.kernel, self.loss, self.config = model, kernel, loss, config
         self.seed = int(seed)
         self.t = 0  # iterations done
         self.grad_max = 0.0  # running max of |loss'| (CDSG's M when the loss has no bound)
@@ -342,13 +305,10 @@ class DSGSolver:
         self.obj_start = None  # batch objective of the first iteration (divergence watch)
         self.X_S = None  # subsample rows for the "eigenpro" preconditioner (set by the estimator)
         self.horizon = 0  # iterations of the first run (the noise cap's sum for open schedules)
-        self.obj_avg = None  # exponential average of the batch objective (divergence watch)
-        self.zero_avg = None  # the same average at f = 0
+        self.obj_avg = self.zero_avg = None  # the watch's averages of the objective, and at f = 0
         self.row_cache = None  # per-row f between visits (``keep_rows``)
 
-    def __getstate__(self):
-        # a model file keeps no per-row data: a fit resumed from it evaluates each row afresh on
-        # its first visit (the same f up to rounding)
+    def __getstate__(self):  # no per-row data: a resumed fit evaluates each row afresh
         state = self.__dict__.copy()
         state["row_cache"] = None
         return state
@@ -356,47 +316,31 @@ class DSGSolver:
     def keep_rows(self, n_rows: int, n_features: int) -> None:
         """Keep f of the n_rows training rows between visits (``row_cache.RowCache``); a cache
         of other sizes or another device is replaced."""
-        from .row_cache import RowCache
-
-        model = self.model
+        model, cache = self.model, self.row_cache
         if not self.use_row_cache:
             self.row_cache = None
-            return
-        cache = self.row_cache
-        if cache is None or not cache.fits(n_rows, model.n_outputs, n_features, model.xp,
-                                           model.blocks.dtype):
+        elif cache is None or not cache.fits(n_rows, model.n_outputs, n_features, model.xp,
+                                             model.blocks.dtype):
             self.row_cache = RowCache(n_rows, model.n_outputs, n_features, model.xp,
                                       model.blocks.dtype, self.seed)
 
     def _eigenpro(self, k: int, batch: int):
         """EigenPro preconditioner P_k of block k (Ma & Belkin 2017, Algorithm EigenPro, on the
-        block's features phi_k): from the covariance of phi_k over the fixed subsample ``X_S``,
-        the eigenvalues above beta_0 / min(M, B), at most F / 4 of them, are flattened to
-        lambda_{q+1} (tau = 1).
-
-        The block step then is  alpha_k -= gamma P_k (1/B) Phi_k(X_b)^T loss'(f(X_b), y_b): in
-        function space, SGD with the kernel E[phi_k^T P_k phi_k], whose top eigenvalues are
-        flattened. The shrink (1 - gamma nu) stays unpreconditioned, so along a flattened
-        direction i the fixed point is the ridge solution with lambda_i replaced by
-        lambda_{q+1}: f_i = lambda_{q+1} f*_i / (lambda_{q+1} + nu) instead of
-        lambda_i f*_i / (lambda_i + nu). Flattening stops at lambda_{q+1} >= nu / EIGENPRO_BIAS,
-        which bounds that change by EIGENPRO_BIAS of f*_i; a large nu thus gets few or no
-        flattened directions (the plain step)."""
-        from .preconditioners import PrimalPreconditioner
-
+        block's features phi_k; the step alpha_k -= gamma P_k (1/B) Phi_k(X_b)^T loss'): of the
+        covariance of phi_k over the fixed subsample ``X_S``, the eigenvalues above
+        beta_0 / min(M, B), at most F / 4 of them and only while lambda_{q+1} >= nu /
+        EIGENPRO_BIAS, are flattened to lambda_{q+1} (tau = 1)."""
         Z_S = self.model.blocks.features(self.X_S, k)
-        # at most F / 4 directions (docs/design.md, "DSG's block steps")
         q = min(min(Z_S.shape) - 1, Z_S.shape[1] // 4)
         return PrimalPreconditioner(Z_S, q, 1.0, self.model.xp, method="eigh",
                                     seed=self.seed, batch_size=batch,
                                     min_eigenvalue=self.config.reg / EIGENPRO_BIAS)
 
     def _eigenpro_eta0(self, X) -> float:
-        """Step of a preconditioned block: m / (beta + (m - 1) lambda + m nu), eq. (S1) of
-        ``preconditioners`` with the shrink term, so that 1 - gamma nu stays in (0, 1]; beta
-        the largest over the first batch and the subsample (block 0; every block has the same
-        distribution), lambda the larger of the subsample's lambda_{q+1} and the top eigenvalue
-        of the preconditioned covariance on the first batch (``top_eigenvalue``)."""
+        """Step of a preconditioned block: B / (beta + (B - 1) lambda + B nu) ((S1) of
+        ``preconditioners`` with the shrink term) for block 0, beta the largest over the first
+        batch and the subsample, lambda the larger of the subsample's lambda_{q+1} and the top
+        eigenvalue of the preconditioned covariance on the first batch (``top_eigenvalue``)."""
         if self.X_S is None:
             raise ValueError('precondition="eigenpro" needs the subsample rows (solver.X_S)')
         B = X.shape[0]
@@ -404,29 +348,18 @@ class DSGSolver:
         Z = self.model.blocks.features(X, 0)
         beta = P.set_beta(Z)
         lam = max(P.lam_next, P.top_eigenvalue(Z, seed=self.seed))
-        return B / (beta + (B - 1) * lam + B * self.config.reg)
+        return step_size(beta, lam, B, self.config.reg)
 
     def _noise_cap(self, X, Y, horizon: int) -> float:
-        """Largest eta0 whose random-feature noise stays bounded: a step adds to f, at every
-        point the batch did not hold, the error of the block's kernel estimate,
-        -(gamma/B) sum_b (k_hat - k)(x_b, x) r_b, of variance gamma^2 sigma^2 ||r||^2 / B with
-        sigma^2 = Var[k_hat(x, x')] (``_block_variance``; about 1 / (2F) for cosine features).
-        Every new block draws new noise, so it adds up over the run: sum_t gamma_t^2 sigma^2 / B
-        times the residual. Where the kernel learns, each step's decrease 2 gamma <r, K r>
-        outweighs it; where it cannot (a bandwidth far below the data's scale: K r ~ 0 off
-        the batch) nothing does. Capping eta0 at sqrt(NOISE_SHARE B / (sigma^2 S)),
-        S = sum_t (gamma_t / eta0)^2 over the run (at most t0 for "inverse", pi^2/6 for
-        "theory", ``horizon`` terms otherwise), bounds the added noise at NOISE_SHARE of the
-        residual. That is the worst case, no decrease at all; for the square loss the cap is
-        raised to lambda_r B / sigma^2 (see the code) where the kernel learns on the first
-        batch."""
+        """Largest eta0 whose random-feature noise stays bounded (docs/design.md, "DSG's block
+        steps"): sqrt(NOISE_SHARE B / (sigma^2 S)), sigma^2 the variance of the block's kernel
+        estimate (``_block_variance``) and S = sum_t (gamma_t / eta0)^2 over the run (t0 for
+        "inverse", pi^2/6 for "theory", ``horizon`` terms otherwise); for the square loss at
+        least lambda_r B / sigma^2, lambda_r = <r, K r> / ||r||^2 at f = 0 (r = Y) estimated off
+        the batch's diagonal (a U-statistic)."""
         cfg = self.config
         sigma2 = max(self._block_variance(self.model.blocks.features(X, 0), X), 1e-12)
         B = X.shape[0]
-        # where the kernel learns, a step of gamma removes 2 gamma lambda_r of the error for
-        # gamma^2 sigma^2 / B of noise, lambda_r = <r, K r> / ||r||^2 at f = 0 (r = Y), estimated
-        # off the batch's diagonal (a U-statistic): no cap below lambda_r B / sigma^2, where the
-        # decrease is still twice the noise
         if Y is not None and self.loss.task == "regression" and B > 1:
             xp = self.model.xp
             K = self.kernel(X)
@@ -446,13 +379,12 @@ class DSGSolver:
 
     def _auto_eta0(self, X) -> float:
         """EigenPro's mini-batch step for the regularised problem, B / (1 + (B - 1) lambda_1 + B nu)
-        from block 0 on this batch (the Hessian of the square loss plus (nu/2)||f||^2 is
-        H + nu I). By construction gamma nu < 1: the shrink factor 1 - gamma nu stays in (0, 1]
-        even where lambda_1 ~ 0 (a narrow kernel)."""
-        xp, B = self.model.xp, X.shape[0]
+        (beta = max k(x, x) = 1), lambda_1 the top eigenvalue of block 0's feature covariance on
+        this batch; gamma nu < 1 by construction."""
+        B = X.shape[0]
         Z = self.model.blocks.features(X, 0)
-        lam1 = float(xp.linalg.eigvalsh(Z.T @ Z / B)[-1])
-        return B / (1.0 + (B - 1) * lam1 + B * self.config.reg)
+        return step_size(1.0, float(self.model.xp.linalg.eigvalsh(Z.T @ Z / B)[-1]), B,
+                         self.config.reg)
 
     # -- the pieces of one iteration ------------------------------------------------------
     def _choose(self, t: int, gamma: float, g_bar: np.ndarray, batch: int):
@@ -461,11 +393,10 @@ class DSGSolver:
         m = model.n_blocks
         if m == 0 or cfg.variant == "dsg":
             return None, gamma
-        if cfg.variant == "udsg":
+        if cfg.variant == "udsg":  # G new blocks, then U old ones drawn uniformly
             if (t - 1) % (cfg.n_new + cfg.n_reuse) < cfg.n_new:
                 return None, gamma
-            k = int(block_generator(self.seed, t, UDSG_REUSE).integers(m))
-            return k, gamma
+            return int(block_generator(self.seed, t, UDSG_REUSE).integers(m)), gamma
         # CDSG: expected line search on every old block (host arithmetic on m x C numbers)
         M = cfg.grad_bound or self.loss.lipschitz or max(self.grad_max, 1e-12)
         beta = model.beta[:m] * model.scale
@@ -480,16 +411,13 @@ class DSGSolver:
         if not eta[k] >= gamma:
             return None, gamma
         cap = self.eta0 if cfg.max_step_ratio is None else cfg.max_step_ratio * gamma
-        if cfg.reg > 0:
-            cap = min(cap, 0.5 / cfg.reg)
+        cap = min(cap, 0.5 / cfg.reg) if cfg.reg > 0 else cap
         return k, float(min(eta[k], cap))
 
     def _newton_ridge(self, cov, batch: int) -> float:
         """Smallest ridge lambda with tr(C (C + lambda I)^-1) <= NEWTON_DF_SHARE * B for the first
         block's covariance C = phi^T phi / B (fixed for the run: every block has the same
-        spectrum in law). A ridge fit with df degrees of freedom on B rows inflates its
-        off-batch error by about (1 - df / B)^-2 (generalized cross-validation): at df -> B
-        (F >= B, reg -> 0) the Newton step interpolates the batch and its noise has no bound."""
+        spectrum in law)."""
         e = np.clip(to_numpy(self.model.xp.linalg.eigvalsh(cov)).astype(np.float64), 0, None)
         target = NEWTON_DF_SHARE * batch
         df = lambda lam: float(np.sum(e / (e + lam)))  # noqa: E731
@@ -506,8 +434,7 @@ class DSGSolver:
     def _block_variance(self, Z, X) -> float:
         """sigma_k^2: mean over x of Var_x'[phi_k(x)^T phi_k(x') - k(x, x')] on up to 64 batch rows."""
         n = min(64, X.shape[0])
-        Zs, Xs = Z[:n], X[:n]
-        err = Zs @ Zs.T - self.kernel(Xs)
+        err = Z[:n] @ Z[:n].T - self.kernel(X[:n])
         return float(err.var(axis=1).mean())
 
     def step(self, X, Y, ids=None) -> dict:
@@ -524,8 +451,6 @@ class DSGSolver:
         t = self.t
         if self.eta0 is None:
             X, Y = rows.first_batch()
-            # block Newton: a Newton step of the square loss in the block's span, at most
-            # 1 / (1 + nu) so that the shrink factor stays positive
             if cfg.precondition == "eigenpro":
                 self.eta0 = self._eigenpro_eta0(X)
             else:
@@ -533,8 +458,7 @@ class DSGSolver:
             if cfg.precondition is not True:
                 self.eta0 = min(self.eta0, self._noise_cap(X, Y, self.horizon))
         gamma = cfg.step_size(t, self.eta0)
-        # batch objective, the same batch's objective at f = 0 (the watch's yardstick, free of
-        # batch-to-batch noise), mean derivative, max |derivative|
+        # batch objective, the same batch's at f = 0 (the watch's yardstick), mean and max |loss'|
         batch_loss, self.zero_objective, g_bar, g_max = rows.forward()
         if cfg.variant == "cdsg" and self.loss.lipschitz is None:
             self.grad_max = max(self.grad_max, g_max)
@@ -580,8 +504,6 @@ class DSGSolver:
     def block_size(self) -> int:
         return self.model.blocks.F
 
-    watch = WATCH
-
     def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
         """Bytes of one step's working set besides the rows (``training``): one group of
         blocks' features for f(batch) (``group_bytes``), the new block's features with its
@@ -599,8 +521,6 @@ class DSGSolver:
 
     def row_state_bytes(self, n_rows: int) -> int:
         """Bytes of the per-row f cache for ``n_rows`` rows (``row_cache.RowCache``)."""
-        from .row_cache import RowCache
-
         return RowCache.nbytes(int(n_rows), self.model.n_outputs, self.model.blocks.dtype.itemsize)
 
     def drop_rows(self) -> None:
@@ -610,9 +530,6 @@ class DSGSolver:
         """Before a run: the "eigenpro" subsample rows (read in window-sized pieces) and the
         first run's horizon (``_noise_cap``)."""
         if self.config.precondition == "eigenpro":
-            from ..stream import is_csr_store, take_rows
-            from .preconditioners import subsample_indices
-
             xp, dtype, n = self.xp, self.model.blocks.dtype, int(X.shape[0])
             idx = subsample_indices(n, min(n, EIGENPRO_SUBSAMPLE), self.seed)
             if is_sparse(X) or is_csr_store(X):  # one sparse selection of the rows

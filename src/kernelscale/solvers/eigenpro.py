@@ -14,27 +14,17 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..backend import asarray
-from ..budget import batch_bytes
-from ._common import DeviceState, TailAverage, kernel_apply, take_rows
+from ._common import DeviceState, FourierModel, TailAverage, kernel_apply, take_rows
 from .preconditioners import (
     KernelPreconditioner,
     PrimalPreconditioner,
-    critical_batch_size,
-    probe_indices,
     step_size,
     subsample_indices,
 )
 
-# Rows (besides the subsample) on which beta = max ||P^{1/2} phi(x)||^2 is estimated.
-PROBE_ROWS = 2000
-
-# Budget for the (m x n) kernel block of one kernel-EigenPro iteration; caps the auto batch size.
-BATCH_BLOCK_BYTES = 256 * 2**20
-
-
-# The paper's mini-batch size for every iterative method (Ma & Belkin 2017, §6: "For consistent
-# comparison, all iterative methods use mini-batch of size m = 256"): the floor of the automatic
-# batch (docs/design.md, "Estimators and their defaults").
+PROBE_ROWS = 2000  # rows (besides the subsample) on which beta is estimated
+BATCH_BLOCK_BYTES = 256 * 2**20  # the (m x n) kernel block of a kernel-EigenPro step, at most
+# the paper's mini-batch for every iterative method (Ma & Belkin 2017, §6): the "auto" floor
 MIN_AUTO_BATCH = 256
 
 
@@ -43,14 +33,11 @@ def choose_batch_and_step(beta: float, lam: float, n: int, batch_size, eta, max_
 
     ``batch_size="auto"``: m = min(max(m*, 256), n, max_batch) with m* = beta / lambda_{k+1} (S2),
     then evened out over the epoch, m = ceil(n / ceil(n / m)), so that no batch is a short
-    remainder (n = 1347, m = 1346 would otherwise give batches of 1346 and 1). Beyond m* the step
-    (S1) just saturates at 1 / lambda_{k+1} - still stable, so the 256 floor is safe.
-    ``eta="auto"``: eta from (S1) for m. Batches of another size m' (the short last batch of an
-    epoch when m does not divide n) use ``batch_step`` instead of this eta.
+    remainder. ``eta="auto"``: eta from (S1) for m; batches of another size use ``batch_step``.
     """
     if batch_size == "auto":
-        m = int(min(max(float(MIN_AUTO_BATCH), critical_batch_size(beta, lam)), n, max_batch))
-        m = max(1, m)
+        m_star = float(beta) / max(float(lam), 1e-300)  # (S2)
+        m = max(1, int(min(max(float(MIN_AUTO_BATCH), m_star), n, max_batch)))
         m = -(-n // -(-n // m))  # same number of batches, sizes as even as possible
     else:
         m = min(int(batch_size), n)
@@ -59,26 +46,14 @@ def choose_batch_and_step(beta: float, lam: float, n: int, batch_size, eta, max_
 
 
 def batch_step(eta: float, beta: float, lam: float, m_nominal: int, m: int) -> float:
-    """Step for a batch of m rows when ``eta`` was chosen for m_nominal rows.
-
-    (S1) grows almost linearly in m for m < m*, so eta(m_nominal) applied to a short batch (the
-    remainder of an epoch) overshoots ||P H_m||^{-1} by up to m_nominal / m. The step is
-    rescaled by eta(m) / eta(m_nominal): the exact (S1) step for m when eta is "auto", and the
-    same relative step for a user-given eta.
-    """
+    """Step for a batch of m rows when ``eta`` was chosen for m_nominal rows: eta scaled by
+    eta(m) / eta(m_nominal) of (S1) (the exact (S1) step for m when eta is "auto")."""
     if m == m_nominal:
         return eta
     return eta * step_size(beta, lam, m) / step_size(beta, lam, m_nominal)
 
 
-class _StepMixin:
-    def _batch_eta(self, m: int) -> float:
-        """The step for this batch's actual size (``batch_step``)."""
-        p = self.precond
-        return batch_step(self.eta, p.beta, p.lam_next, self.batch_size, int(m))
-
-
-class KernelEigenPro(_StepMixin, DeviceState):
+class KernelEigenPro(DeviceState):
     """Kernel EigenPro: f = sum_i alpha_i k(x_i, .) over the n training points.
 
     One iteration on a batch B of m points (Ma & Belkin 2017, §3 "Kernel EigenPro", Algorithm
@@ -99,12 +74,11 @@ class KernelEigenPro(_StepMixin, DeviceState):
         self.kernel = kernel
         self.X, self.Y = X, Y
         n = int(X.shape[0])
-        idx = subsample_indices(n, subsample_size, seed)
-        self.sub_idx = xp.asarray(idx)
+        self.sub_idx = xp.asarray(subsample_indices(n, subsample_size, seed))
         K_S = kernel(X[self.sub_idx])
         self.precond = KernelPreconditioner(K_S, n_eigenvectors, tau, xp, method=eig_method,
                                             seed=seed)
-        X_P = X[xp.asarray(probe_indices(n, PROBE_ROWS, seed))]
+        X_P = X[xp.asarray(subsample_indices(n, PROBE_ROWS, seed, draw=1))]
         kxx = xp.ones(X_P.shape[0], dtype=X.dtype)  # k(x, x) = 1 for every kernel here
         self.precond.set_beta(kxx, kernel(X_P, X[self.sub_idx]))
         max_batch = max(1, BATCH_BLOCK_BYTES // (n * X.dtype.itemsize))
@@ -122,7 +96,7 @@ class KernelEigenPro(_StepMixin, DeviceState):
         K_B = self.kernel(Xb, self.X)  # (m, n)
         r = K_B @ self.alpha - self.Y[idx]
         m = r.shape[0]
-        eta = self._batch_eta(m)
+        eta = batch_step(self.eta, self.precond.beta, self.precond.lam_next, self.batch_size, m)
         self.alpha[idx] -= (eta / m) * r
         corr = self.precond.correction(K_B[:, self.sub_idx].T @ r)
         if corr is not None:
@@ -134,20 +108,17 @@ class KernelEigenPro(_StepMixin, DeviceState):
         return kernel_apply(self.kernel, A, self.X, self.alpha, self.xp)
 
 
-class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
+class RFFEigenPro(FourierModel, TailAverage, DeviceState):
     """EigenPro on random Fourier features (Ma & Belkin 2017, Algorithm EigenPro with phi = RFF):
     a linear model w (D x C) on phi(x) from ``FourierBlocks`` (one block of D features), updated by
         g = Phi_B^T (Phi_B w - Y_B) / m,   w -= eta P g,
     P from ``PrimalPreconditioner`` on a subsample of M rows. O(m D d + k D) per iteration; only the
     batch and the subsample are ever read, so X may stay on disk.
 
-    ``average``: the model is the mean of the last half to three quarters of the iterates
-    rather than the last one - tail-averaged constant-step SGD for least squares (Bach &
-    Moulines, NIPS 2013; Jain et al., JMLR 2018, minibatch tail averaging). With D << n
-    features the model cannot interpolate, so EigenPro's constant step (chosen for the
-    interpolating case) leaves the last iterate in a noise ball around the least-squares fit on
-    the features; the mean of the iterates converges to it
-    (``docs/library.md``). The tail is ``TailAverage``'s.
+    ``average``: the model is ``TailAverage``'s mean of the last half to three quarters of the
+    iterates (tail-averaged constant-step SGD for least squares: Bach & Moulines, "Non-strongly-
+    convex smooth stochastic approximation with convergence rate O(1/n)", NIPS 2013; Jain et al.,
+    "Parallelizing Stochastic Gradient Descent for Least Squares Regression", JMLR 2018).
     """
 
     _arrays = ("w", "sum_before", "sum_since")
@@ -159,49 +130,40 @@ class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
         self.xp = xp
         self.blocks = blocks
         n = int(X.shape[0])
-        idx = subsample_indices(n, subsample_size, seed)
-        X_S = asarray(take_rows(X, idx), xp, blocks.dtype)
+        X_S = asarray(take_rows(X, subsample_indices(n, subsample_size, seed)), xp, blocks.dtype)
         Phi_S = blocks.features(X_S, 0)
         self.precond = PrimalPreconditioner(Phi_S, n_eigenvectors, tau, xp, method=eig_method,
                                             seed=seed)
-        X_P = asarray(take_rows(X, probe_indices(n, PROBE_ROWS, seed)), xp, blocks.dtype)
+        X_P = asarray(take_rows(X, subsample_indices(n, PROBE_ROWS, seed, draw=1)), xp,
+                      blocks.dtype)
         self.precond.set_beta(blocks.features(X_P, 0))
         self.batch_size, self.eta = choose_batch_and_step(
             self.precond.beta, self.precond.lam_next, n, batch_size, eta, 8192)
         self.w = xp.zeros((blocks.F, int(n_outputs)), dtype=blocks.dtype)
         self.t = 0
-        self.sum_before = xp.zeros_like(self.w) if average else None
-        self.sum_since = xp.zeros_like(self.w) if average else None
-        self.n_before = self.n_since = 0
-
-    @property
-    def block_size(self) -> int:
-        return self.blocks.F
-
-    def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
-        """One step's working set (``training``): ``budget.batch_bytes``."""
-        return batch_bytes(batch_size, n_features, self.blocks.F, self.blocks.dtype)
-
-    def to(self, xp):
-        """Move the weights and the feature blocks to namespace ``xp``."""
-        if self.blocks.xp is not xp:
-            self.blocks.to(xp)
-        return super().to(xp)
+        self.sum_before, self.sum_since = ((xp.zeros_like(self.w), xp.zeros_like(self.w))
+                                           if average else (None, None))
 
     def step(self, Xb, Yb=None):
         """One preconditioned step w -= eta P g on batch (Xb, Yb); returns the record
         {"objective": mean squared residual before the step}. ``Xb`` alone: the batch's rows are
-        spread over dask workers (``kernelscale.spread.rff.SpreadRFFRows``), which return the
-        row sums of the step."""
+        spread over dask workers (``kernelscale.spread.rff.SpreadRFFRows``), whose row sums
+        (``rows.gradient``: Phi_B^T r, the summed r^2, m) give the same step summed in another
+        order."""
         if Yb is None:
-            return self._step_spread(Xb)
-        Phi = self.blocks.features(Xb, 0)
-        r = Phi @ self.w - Yb
-        m = r.shape[0]
-        g = Phi.T @ r / m
-        self.w -= self._batch_eta(m) * self.precond.apply(g)
+            G, sq_sum, m, _ = Xb.gradient(self.w, None)
+            g = self.xp.asarray(G) / m
+            objective = float(sq_sum / (m * int(self.w.shape[1])))
+        else:
+            Phi = self.blocks.features(Xb, 0)
+            r = Phi @ self.w - Yb
+            m = r.shape[0]
+            g = Phi.T @ r / m
+            objective = float((r * r).mean())
+        p = self.precond
+        self.w -= batch_step(self.eta, p.beta, p.lam_next, self.batch_size, int(m)) * p.apply(g)
         self._average_in(self.w)
-        return {"objective": float((r * r).mean())}
+        return {"objective": objective}
 
     @property
     def w_model(self):
@@ -210,16 +172,6 @@ class RFFEigenPro(_StepMixin, TailAverage, DeviceState):
         if self.n_averaged == 0:
             return self.w
         return (self.sum_before + self.sum_since) / self.n_averaged
-
-    def _step_spread(self, rows):
-        """``step`` with the row sums from the workers (``rows.gradient``: Phi_B^T r summed over
-        the batch, the summed r^2, the row count m): the same g = Phi_B^T r / m and the same
-        preconditioned update, summed in another order."""
-        G, sq_sum, m, _ = rows.gradient(self.w, None)
-        g = self.xp.asarray(G) / m
-        self.w -= self._batch_eta(m) * self.precond.apply(g)
-        self._average_in(self.w)
-        return {"objective": float(sq_sum / (m * int(self.w.shape[1])))}
 
     def decision(self, A):
         """f(A) = phi(A) w (w: ``w_model``)."""

@@ -72,10 +72,7 @@ class ExactKRR(DeviceState):
     _arrays = ("X", "coef")
 
     def __init__(self, kernel, X, xp: ModuleType):
-        self.xp = xp
-        self.kernel = kernel
-        self.X = X
-        self.coef = None
+        self.xp, self.kernel, self.X, self.coef = xp, kernel, X, None
 
     def fit(self, Y, ridge: float):
         """Solve (K + ridge I) c = Y for ``coef``: blocked in-place Cholesky on the CPU (one n x n

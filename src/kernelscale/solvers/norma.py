@@ -5,11 +5,10 @@
 Only the newest ``max_terms`` terms are kept (the paper's truncation, §III), in a ring buffer
 of centres and coefficients with the common shrink factor as one scalar: f = scale * sum_j c_j
 k(x_j, .); a step costs O(m max_terms d). eta_t = eta0 / sqrt(t) ("invsqrt") or eta0
-("constant"). The centres are dense (max_terms x d) whatever X is: sparse batch rows are
-densified as they are stored.
+("constant"), at most 1 / (2 reg). The centres are dense (max_terms x d) whatever X is.
 Only points with a non-zero loss derivative become terms. Classification losses store
 g_j - (mean_B g - mean_{<=t} g): the batch's mean derivative over its new terms is replaced by its
-running average over all steps so far (a control variate; every update's expectation is unchanged).
+running average over all steps so far (a control variate; docs/design.md).
 """
 
 from __future__ import annotations
@@ -40,8 +39,8 @@ class NORMA(DeviceState):
         self.max_terms = int(max_terms)
         self.centers = xp.zeros((self.max_terms, int(n_features)), dtype=dtype)
         self.coef = xp.zeros((self.max_terms, int(n_outputs)), dtype=dtype)
-        # running mean of the batch-mean loss derivative over the stored terms (classification)
-        self.center = getattr(loss, "task", "regression") == "classification"
+        # the control variate's running mean of the batch-mean loss derivative (classification)
+        self.center = loss.task == "classification"
         self.g_mean = None
         self.n_mean = 0
         self.scale = 1.0
@@ -55,14 +54,8 @@ class NORMA(DeviceState):
         self.born = np.zeros(self.max_terms)
         self.dropped_weight = 0.0
 
-    def eta(self, t: int) -> float:
-        """Step size of 0-based iteration t: eta0 / sqrt(t + 1) ("invsqrt") or eta0."""
-        return self.eta0 / math.sqrt(t + 1) if self.schedule == "invsqrt" else self.eta0
-
     def decision(self, A):
         """f(A) over the stored terms (zeros before the first term)."""
-        if self.count == 0:
-            return self.xp.zeros((A.shape[0], self.coef.shape[1]), dtype=A.dtype)
         c = self.count
         return self.scale * kernel_apply(self.kernel, A, self.centers[:c], self.coef[:c], self.xp)
 
@@ -76,12 +69,14 @@ class NORMA(DeviceState):
         batch_loss = float(self.loss.value(u, Yb).mean())
         g = self.loss.deriv(u, Yb)
         active = xp.any(g != 0, axis=1)
-        if getattr(self, "center", False) and bool(active.any()):
-            g = self._control_variate(g, active)
-        eta = self.eta(self.t)
-        if self.reg > 0:
-            # clamp: eta reg <= 1/2 keeps the shrink factor 1 - eta reg in [1/2, 1]
-            eta = min(eta, 0.5 / self.reg)
+        if self.center and bool(active.any()):  # the control variate (module docstring)
+            mu = g[active].mean(axis=0)
+            self.n_mean += 1
+            self.g_mean = (mu.copy() if self.g_mean is None
+                           else self.g_mean + (mu - self.g_mean) / self.n_mean)
+            g = xp.where(active[:, None], g - (mu - self.g_mean)[None, :], 0.0)
+        eta = self.eta0 / math.sqrt(self.t + 1) if self.schedule == "invsqrt" else self.eta0
+        eta = min(eta, 0.5 / self.reg) if self.reg > 0 else eta
         shrink = 1.0 - eta * self.reg
         self.scale *= shrink
         self.log_shrink += math.log(shrink)
@@ -98,9 +93,8 @@ class NORMA(DeviceState):
                 return {"objective": batch_loss, "step": eta}
         if m > self.max_terms:  # only the newest ``max_terms`` terms survive anyway
             Xb, new, m = Xb[-self.max_terms:], new[-self.max_terms:], self.max_terms
-        # the batch's loss after this step (``run_loop``'s overshoot watch): the shrunk outputs
-        # plus the new terms' (a batch x batch kernel: at most the cost of ``decision`` for a
-        # batch up to max_terms; the terms the ring drops, the oldest, are left out)
+        # the batch's loss after this step: the shrunk outputs plus the new terms' (the terms the
+        # ring drops, the oldest, left out)
         u_after = shrink * u + self.kernel(X_all, Xb) @ (new * self.scale)
         after = float(self.loss.value(u_after, Yb).mean())
         idx = [(self.pos + j) % self.max_terms for j in range(m)]
@@ -115,14 +109,3 @@ class NORMA(DeviceState):
         self.pos = (self.pos + m) % self.max_terms
         self.count = min(self.max_terms, self.count + m)
         return {"objective": batch_loss, "step": eta, "after": after}
-
-    def _control_variate(self, g, active):
-        """g_j - (mean_B g - running mean) on the active rows (see the module docstring)."""
-        xp = self.xp
-        mu = g[active].mean(axis=0)
-        self.n_mean += 1
-        if self.g_mean is None:
-            self.g_mean = mu.copy()
-        else:
-            self.g_mean += (mu - self.g_mean) / self.n_mean
-        return xp.where(active[:, None], g - (mu - self.g_mean)[None, :], 0.0)

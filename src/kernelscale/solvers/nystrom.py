@@ -38,7 +38,7 @@ from ._common import DeviceState, kernel_apply
 from .rb_cg import conjugate_gradients
 
 METHODS = ("direct", "cg")
-HOST_PIECE_BYTES = 4 << 20  # kernel values per piece of a CG pass on the host
+HOST_PIECE_BYTES = 4 << 20  # kernel values per piece of a CG pass on the host (docs/design.md)
 KERNEL_VALUE_FLOPS = 250  # a kernel value's exp and memory traffic, in GEMM flops (docs/design.md)
 
 
@@ -60,11 +60,7 @@ class NystromRidge(DeviceState):
     _arrays = ("Z", "coef")
 
     def __init__(self, kernel, Z, xp: ModuleType, rcond: float = 1e-12):
-        self.xp = xp
-        self.kernel = kernel
-        self.Z = Z
-        self.rcond = rcond
-        self.coef = None
+        self.xp, self.kernel, self.Z, self.rcond, self.coef = xp, kernel, Z, rcond, None
 
     def fit(self, X, Y, ridge: float, dtype, chunk_rows: int = 8192, rows=None,
             method: str = "direct", tol: float = 1e-3, max_iter: int = 30):
@@ -73,16 +69,15 @@ class NystromRidge(DeviceState):
         process. Sets ``coef``, ``method``, ``rank`` (eigenvalues kept; m for "cg"), ``n_iter``
         (CG iterations; 0 for "direct") and ``history`` (CG's residual per iteration)."""
         self.method, self.n_iter, self.history = method, 0, {}
+        xp, rows = self.xp, rows if self.xp is np else None
         if method == "cg":
             return self._fit_cg(X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter)
-        xp = self.xp
         s, U = xp.linalg.eigh(self.kernel(self.Z))
         keep = s > self.rcond * float(s.max())
         r = self.rank = int(keep.sum())
         T = U[:, keep] / xp.sqrt(s[keep])[None, :]
         del s, U
-        AB = _chunk_sum(_NormalBlock(self.kernel, self.Z, T, dtype, xp), X, Y, chunk_rows,
-                        rows if xp is np else None)
+        AB = _chunk_sum(_NormalBlock(self.kernel, self.Z, T, dtype, xp), X, Y, chunk_rows, rows)
         A_h = np.ascontiguousarray(AB[:, :r])
         A_h[np.diag_indices(r)] += ridge
         w = scipy.linalg.solve(A_h, AB[:, r:], assume_a="pos")
@@ -94,7 +89,6 @@ class NystromRidge(DeviceState):
         xp, Z = self.xp, self.Z
         n, m = int(X.shape[0]), int(Z.shape[0])
         self.rank = m
-        rows = rows if xp is np else None
 
         def gram(V):
             """K_nZ^T (K_nZ V), or K_nZ^T Y for V None, summed over row chunks (host float64)."""
@@ -168,8 +162,7 @@ class _KernelProducts:
     def __call__(self, block, Yb=None, lo=0):
         check_finite_rows(block, lo, "X")
         xp = self.xp
-        # on the host, pieces of HOST_PIECE_BYTES of kernel values stay in cache (a large K_b is
-        # written, exponentiated and read twice from memory); a GPU takes the block whole
+        # on the host in pieces of HOST_PIECE_BYTES of kernel values; a GPU takes the block whole
         step = block.shape[0] if xp is not np else max(
             1, HOST_PIECE_BYTES // (self.Z.shape[0] * np.dtype(self.dtype).itemsize))
         total = None

@@ -27,9 +27,7 @@ class KernelPegasos(TailAverage, DeviceState):
     ``a`` (n x C) and the tail sums of ``_count_in``; f is evaluated as in the module docstring."""
 
     _arrays = ("X", "Y", "a", "sum_before", "sum_since")
-    # the iterate is bounded by construction, ||w_t|| <= max ||phi|| / reg (sum_j a_j <= t), and
-    # the early hinge may be ~1/reg times its start: run_loop watches finiteness only
-    watch_growth = False
+    watch_growth = False  # run_loop watches finiteness only (docs/design.md)
 
     def __init__(self, kernel, X, Y, reg: float, xp: ModuleType):
         self.xp = xp

@@ -35,28 +35,18 @@ from ..rng import PRECONDITIONER_SKETCH, PRECONDITIONER_SUBSAMPLE, block_generat
 from ._common import DeviceState
 
 
-def step_size(beta: float, lam: float, m: int) -> float:
-    """eta(m) = m / (beta + (m - 1) lambda_{k+1}), eq. (S1) of the module docstring."""
-    return float(m) / (float(beta) + (m - 1) * float(lam))
+def step_size(beta: float, lam: float, m: int, reg: float = 0.0, curvature: float = 1.0) -> float:
+    """eta(m) = m / (beta + (m - 1) lambda_{k+1}), eq. (S1) of the module docstring; in general
+    m / (L (beta + (m - 1) lambda) + m nu) for a loss of curvature bound L (``curvature``) and
+    the ridge term nu (``reg``) of a step that also shrinks f by 1 - eta nu."""
+    return float(m) / (curvature * (float(beta) + (m - 1) * float(lam)) + m * reg)
 
 
-def critical_batch_size(beta: float, lam: float) -> float:
-    """m* = beta / lambda_{k+1}, eq. (S2) of the module docstring."""
-    return float(beta) / max(float(lam), 1e-300)
-
-
-def subsample_indices(n: int, size: int, seed: int) -> np.ndarray:
-    """Sorted indices of ``size`` distinct rows out of ``n``; a pure function of the seed."""
-    size = min(int(size), int(n))
-    rng = block_generator(seed, 0, PRECONDITIONER_SUBSAMPLE)
-    return np.sort(rng.choice(n, size=size, replace=False))
-
-
-def probe_indices(n: int, size: int, seed: int) -> np.ndarray:
-    """Sorted rows (independent of the subsample's draw) on which beta is evaluated."""
-    size = min(int(size), int(n))
-    rng = block_generator(seed, 1, PRECONDITIONER_SUBSAMPLE)
-    return np.sort(rng.choice(n, size=size, replace=False))
+def subsample_indices(n: int, size: int, seed: int, draw: int = 0) -> np.ndarray:
+    """Sorted indices of ``size`` distinct rows out of ``n``, a pure function of the seed;
+    ``draw=1``: the probe rows on which beta is evaluated (independent of the subsample)."""
+    rng = block_generator(seed, draw, PRECONDITIONER_SUBSAMPLE)
+    return np.sort(rng.choice(n, size=min(int(size), int(n)), replace=False))
 
 
 def top_eigh(A, q: int, xp: ModuleType, *, method: str = "auto", seed: int = 0,
@@ -101,14 +91,34 @@ def resolvable_k(lam, k: int, beta0: float, M: int) -> int:
     return max(ok) if ok else 0
 
 
-def _check_tau(tau: float) -> float:
-    tau = float(tau)
-    if not math.isfinite(tau) or not 0.0 < tau <= 1.0:
-        raise ValueError(f"tau={tau!r} must be in (0, 1]")
-    return tau
+class _Flattening(DeviceState):
+    """What both preconditioners keep: ``k`` directions flattened with damping ``tau``,
+    ``lam_top`` (lambda_1), ``lam_next`` (lambda_{k+1}, the top eigenvalue of P H) and ``beta``
+    (max ||P^{1/2} phi(x)||^2, ``preconditioned_norms``)."""
+
+    def __init__(self, tau: float, xp: ModuleType):
+        self.tau, self.xp = float(tau), xp
+        if not math.isfinite(self.tau) or not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"tau={self.tau!r} must be in (0, 1]")
+
+    def _flatten(self, lam, k: int):
+        """Set k, lam_top and lam_next from the eigenvalues ``lam`` (desc.); returns the shrinks
+        1 - tau lambda_{k+1} / lambda_i of the top k directions (None for k = 0)."""
+        tau = self.tau
+        self.k, self.lam_top, self.lam_next = k, float(lam[0]), float(lam[k])
+        if k == 0:
+            return None
+        xp, keep = self.xp, lam[:k] > 0
+        return xp.where(keep, 1.0 - tau * self.lam_next / xp.where(keep, lam[:k], 1.0), 0.0)
+
+    def set_beta(self, *rows) -> float:
+        """Raise beta to the max of ``preconditioned_norms(*rows)`` over held-out probe rows;
+        returns beta."""
+        self.beta = max(self.beta, float(self.preconditioned_norms(*rows).max()))
+        return self.beta
 
 
-class KernelPreconditioner(DeviceState):
+class KernelPreconditioner(_Flattening):
     """EigenPro preconditioner in the RKHS, acting on the coefficients of M subsample centres.
 
     The covariance operator of the subsample, (1/M) sum_s k(x_s, .) (x) k(x_s, .), has eigenvalues
@@ -126,46 +136,32 @@ class KernelPreconditioner(DeviceState):
 
     _arrays = ("U", "d")
 
-    def __init__(self, K_S, k: int, tau: float, xp: ModuleType, *, kxx=None, method="auto",
-                 seed: int = 0):
-        tau = _check_tau(tau)
-        self.xp = xp
+    def __init__(self, K_S, k: int, tau: float, xp: ModuleType, *, method="auto", seed: int = 0):
+        super().__init__(tau, xp)
         M = int(K_S.shape[0])
         k = max(0, min(int(k), M - 1))
         sigma, U = top_eigh(K_S, k + 1, xp, method=method, seed=seed)
         lam = sigma / M
-        kxx = xp.diagonal(K_S) if kxx is None else kxx
-        k = resolvable_k(lam, k, float(kxx.max()), M)
-        self.k = k
-        self.tau = tau
-        self.lam_top = float(lam[0])
-        self.lam_next = float(lam[k])  # lambda_{k+1}: top eigenvalue of P H
-        if k == 0:  # plain SGD: P = I
-            self.U = None
-            self.d = None
-            self.beta = float(kxx.max())
+        kxx = xp.diagonal(K_S)
+        shrink = self._flatten(lam, resolvable_k(lam, k, float(kxx.max()), M))
+        self.U = self.d = None
+        self.beta = float(kxx.max())
+        if shrink is None:  # plain SGD: P = I
             return
-        lam_k, sigma_k, U = lam[:k], sigma[:k], U[:, :k]
-        keep = lam_k > 0
-        shrink = xp.where(keep, 1.0 - tau * self.lam_next / xp.where(keep, lam_k, 1.0), 0.0)
-        self.U = U
-        self.d = shrink / xp.where(keep, sigma_k, 1.0)
+        k, sigma_k = self.k, sigma[:self.k]
+        self.U = U = U[:, :k]
+        self.d = shrink / xp.where(lam[:k] > 0, sigma_k, 1.0)
         # in-sample beta_P; ``set_beta`` refines it on held-out probe rows
         kP = kxx - ((U * U) * (shrink * sigma_k)[None, :]).sum(axis=1)
         self.beta = max(float(kP.max()), self.lam_next)
 
-    def preconditioned_diag(self, kxx, K_xS):
+    def preconditioned_norms(self, kxx, K_xS):
         """k_P(x, x) = k(x,x) - sum_i (1 - tau lambda_{k+1}/lambda_i) psi_i(x)^2 for rows x, given
         k(x, x) and K(x, S); psi_i(x) = sigma_i^{-1/2} u_i^T k(S, x) (the Nyström extension)."""
         if self.U is None:
             return kxx
         proj = K_xS @ self.U
         return kxx - ((proj * proj) * self.d[None, :]).sum(axis=1)
-
-    def set_beta(self, kxx, K_xS) -> float:
-        """Raise beta to max k_P(x, x) over the probe rows (K_xS: their K(x, S)); returns beta."""
-        self.beta = max(self.beta, float(self.preconditioned_diag(kxx, K_xS).max()))
-        return self.beta
 
     def correction(self, K_SB_r):
         """U diag(d) U^T (K_{S,B} r): the subsample-coefficient correction (None when k = 0)."""
@@ -174,7 +170,7 @@ class KernelPreconditioner(DeviceState):
         return self.U @ (self.d[:, None] * (self.U.T @ K_SB_r))
 
 
-class PrimalPreconditioner(DeviceState):
+class PrimalPreconditioner(_Flattening):
     """EigenPro preconditioner for a linear model on explicit features (Algorithm EigenPro, §3).
 
     From a subsample Phi_S (M x D) of feature rows: the eigensystem of H_S = Phi_S^T Phi_S / M (via
@@ -186,15 +182,13 @@ class PrimalPreconditioner(DeviceState):
 
     def __init__(self, Phi_S, k: int, tau: float, xp: ModuleType, *, method="auto", seed: int = 0,
                  batch_size: int | None = None, min_eigenvalue: float = 0.0):
-        tau = _check_tau(tau)
-        self.xp = xp
+        super().__init__(tau, xp)
         M, D = int(Phi_S.shape[0]), int(Phi_S.shape[1])
         k = max(0, min(int(k), min(M, D) - 1))
-        q = k + 1
         if D <= M:
-            lam, E = top_eigh(Phi_S.T @ Phi_S / M, q, xp, method=method, seed=seed)
+            lam, E = top_eigh(Phi_S.T @ Phi_S / M, k + 1, xp, method=method, seed=seed)
         else:
-            lam, V = top_eigh(Phi_S @ Phi_S.T / M, q, xp, method=method, seed=seed)
+            lam, V = top_eigh(Phi_S @ Phi_S.T / M, k + 1, xp, method=method, seed=seed)
             # right singular vectors from left ones: e_i = Phi^T v_i / sqrt(M lambda_i)
             E = Phi_S.T @ V / xp.sqrt(xp.maximum(M * lam, 1e-300))[None, :]
         norms = (Phi_S * Phi_S).sum(axis=1)
@@ -203,20 +197,10 @@ class PrimalPreconditioner(DeviceState):
                          else min(M, int(batch_size)))
         while k > 0 and float(lam[k]) < min_eigenvalue:  # lambda_{k+1} >= the caller's floor
             k -= 1
-        self.k = k
-        self.tau = tau
-        self.lam_top = float(lam[0])
-        self.lam_next = float(lam[k])
-        if k == 0:
-            self.E = None
-            self.shrink = None
-            self.beta = float(norms.max())
-            return
-        lam_k = lam[:k]
-        keep = lam_k > 0
-        self.E = E[:, :k]
-        self.shrink = xp.where(keep, 1.0 - tau * self.lam_next / xp.where(keep, lam_k, 1.0), 0.0)
-        self.beta = max(float(self.preconditioned_norms(Phi_S).max()), self.lam_next)
+        self.shrink = self._flatten(lam, k)
+        self.E = None if k == 0 else E[:, :k]
+        self.beta = (float(norms.max()) if k == 0
+                     else max(float(self.preconditioned_norms(Phi_S).max()), self.lam_next))
 
     def preconditioned_norms(self, Phi):
         """||P^{1/2} phi(x)||^2 = ||phi||^2 - sum_i shrink_i <e_i, phi>^2 for rows of Phi."""
@@ -225,11 +209,6 @@ class PrimalPreconditioner(DeviceState):
             return norms
         proj = Phi @ self.E
         return norms - ((proj * proj) * self.shrink[None, :]).sum(axis=1)
-
-    def set_beta(self, Phi) -> float:
-        """Raise beta to the max over probe rows (see ``KernelPreconditioner.set_beta``)."""
-        self.beta = max(self.beta, float(self.preconditioned_norms(Phi).max()))
-        return self.beta
 
     def apply(self, g):
         """P g for a gradient g of shape (D, C)."""

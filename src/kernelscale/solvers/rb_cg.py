@@ -29,51 +29,31 @@ import numpy as np
 
 def ridge_cg(Z, B, ridge: float, *, tol: float = 1e-3, max_iter: int = 1000, W0=None, xp=np,
              jacobi: bool = False, ZT=None, spread=None):
-    """Solve (Z^T Z + ridge I) W = B column by column with CG.
+    """Solve (Z^T Z + ridge I) W = B column by column with CG (``conjugate_gradients``).
 
-    Parameters
-    ----------
-    Z : (N, D) CSR matrix (scipy or cupyx) of the features.
-    B : (D, C) right-hand sides (usually Z^T Y) in namespace ``xp``.
-    ridge : n nu > 0 (the summed-loss ridge, ``kernelscale.params.reg_and_ridge``).
-    tol : stop a column when ||r||/||b|| <= tol (the paper uses 1e-3).
-    max_iter : CG iterations at most.
-    W0 : optional (D, C) starting point.
-    jacobi : precondition with (diag(Z^T Z) + ridge)^-1.
-    spread : None, or Z held elsewhere (Z is then None): an object with ``normal(P)`` =
-        Z^T (Z P) and ``diag()`` = diag(Z^T Z) (e.g. ``spread.SpreadRB``).
-
-    Returns
-    -------
-    W : (D, C) solution; history : dict with ``iter``, ``time`` and ``residual`` (the largest relative
-    residual over columns) per iteration; converged : bool.
+    ``Z``: the (N, D) CSR features (scipy or cupyx; ``ZT``: its transpose where the caller has
+    its own, default a CSC view of Z's arrays), or None with ``spread``: Z held elsewhere, an
+    object with ``normal(P)`` = Z^T (Z P) and ``diag()`` = diag(Z^T Z) (``spread.SpreadRB``).
+    ``B``: (D, C) right-hand sides (usually Z^T Y) on ``xp``; ``ridge``: n nu > 0
+    (``params.reg_and_ridge``); ``tol``: a column stops at ||r|| / ||b|| <= tol (the paper's
+    1e-3); ``W0``: a (D, C) starting point; ``jacobi``: precondition with
+    (diag(Z^T Z) + ridge)^-1. Returns (W, history, converged), history with ``iter``, ``time``
+    and ``residual`` (the largest relative residual over the columns) per iteration.
     """
     if ridge <= 0:
         raise ValueError(f"ridge={ridge!r} must be > 0 for the ridge CG solver")
-    # default: a CSC view of Z's arrays, no copy (the GPU path passes its own, see _rowwise_csr)
     ZT = Z.T if ZT is None and Z is not None else ZT
+    Minv = 1.0
     if jacobi and spread is not None:
         Minv = (1.0 / (spread.diag() + ridge))[:, None]
     elif jacobi:
         Z2 = ZT.copy()  # squared entries via .data: works for scipy and cupyx matrices alike
         Z2.data **= 2
-        diag = xp.asarray(Z2.sum(axis=1)).ravel()
+        Minv = (1.0 / (xp.asarray(Z2.sum(axis=1)).ravel() + ridge))[:, None]
         del Z2
-        Minv = (1.0 / (diag + ridge))[:, None]
-    else:
-        Minv = 1.0
-
-    if spread is not None:
-        normal = spread.normal
-    else:
-
-        def normal(P):
-            return ZT @ (Z @ P)
-
-    def apply(P):
-        return normal(P) + ridge * P
-
-    return conjugate_gradients(apply, B, Minv, tol=tol, max_iter=max_iter, W0=W0, xp=xp)
+    normal = spread.normal if spread is not None else lambda P: ZT @ (Z @ P)
+    return conjugate_gradients(lambda P: normal(P) + ridge * P, B, Minv, tol=tol,
+                               max_iter=max_iter, W0=W0, xp=xp)
 
 
 def conjugate_gradients(apply, B, Minv=1.0, *, tol: float, max_iter: int, W0=None, xp=np):

@@ -20,9 +20,7 @@ eta0 = "auto": the largest stable mini-batch step of EigenPro's analysis (Ma & B
 (S1) in ``solvers.preconditioners``) for curvature L:
 eta = m / (L (beta + (m - 1) lambda_1) + m reg), beta = max ||phi(x)||^2 and lambda_1 the top
 eigenvalue of the feature covariance, both on a subsample, L the curvature bound of the loss
-(``CURVATURE``: 1 square, 1/4 logistic, 1/2 softmax, 2 squared hinge; 1 otherwise, e.g. hinge).
-For m = 1 it is the single-sample step 1 / (L beta + reg) that no sample can overshoot; for a
-batch it grows ~linearly in m until m ~ beta / lambda_1.
+(``CURVATURE``; 1 for a loss not named there, e.g. hinge). A given eta0 is capped at 1 / (2 reg).
 """
 
 from __future__ import annotations
@@ -34,8 +32,8 @@ import numpy as np
 from ..backend import asarray
 from ..budget import batch_bytes
 from ..stream import check_finite_rows, iter_row_chunks
-from ._common import DeviceState, take_rows
-from .preconditioners import subsample_indices
+from ._common import DeviceState, FourierModel, take_rows
+from .preconditioners import step_size, subsample_indices
 
 CURVATURE = {"square": 1.0, "logistic": 0.25, "softmax": 0.5, "squared_hinge": 2.0}
 HOST_BATCH = 64  # m for batch_size="auto" on the host
@@ -62,7 +60,7 @@ def auto_batch_size(xp: ModuleType, n_components: int, n_features_in: int, dtype
     return m
 
 
-class RFFSGD(DeviceState):
+class RFFSGD(FourierModel, DeviceState):
     """Linear model W (D x C) on one block of D random Fourier features, trained by SGD or SVRG
     (module docstring); ``data`` holds (X, Y) during a fit for SVRG's full gradient."""
 
@@ -80,15 +78,11 @@ class RFFSGD(DeviceState):
         self.beta = float((phi * phi).sum(axis=1).max())
         s_top = float(xp.linalg.eigvalsh(phi @ phi.T)[-1])  # = n lambda_1 of phi^T phi / n
         self.lambda_1 = s_top / phi.shape[0]
-        L = CURVATURE.get(loss.name, 1.0)
-        m = max(1, int(batch_size))
-        self.eta0 = (m / (L * (self.beta + (m - 1) * self.lambda_1) + m * self.reg)
-                     if eta0 == "auto" else float(eta0))
-        # The step shrinks W by 1 - eta reg. "auto" gives eta0 reg = m reg / (L (beta +
-        # (m - 1) lambda_1) + m reg) < 1 by construction; a given eta0 is clamped to 1 / (2
-        # reg) so that the factor stays in [1/2, 1] (eta_t <= eta0 for both SGD and SVRG).
-        if eta0 != "auto" and self.reg > 0:
-            self.eta0 = min(self.eta0, 0.5 / self.reg)
+        if eta0 == "auto":  # eta0 reg < 1 by construction: the shrink 1 - eta reg stays > 0
+            self.eta0 = step_size(self.beta, self.lambda_1, max(1, int(batch_size)), self.reg,
+                                  CURVATURE.get(loss.name, 1.0))
+        else:  # the shrink stays in [1/2, 1]
+            self.eta0 = min(float(eta0), 0.5 / self.reg) if self.reg > 0 else float(eta0)
         self.w = xp.zeros((blocks.F, int(n_outputs)), dtype=blocks.dtype)
         self.w_snap = None
         self.mu = None
@@ -100,25 +94,11 @@ class RFFSGD(DeviceState):
         state["data"] = None
         return state
 
-    @property
-    def block_size(self) -> int:
-        return self.blocks.F
-
-    def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
-        """One step's working set (``training``): ``budget.batch_bytes``."""
-        return batch_bytes(batch_size, n_features, self.blocks.F, self.blocks.dtype)
-
     def prepare(self, X, Y, window_rows: int, n_iter: int) -> None:
         self.data = (X, Y)
 
     def release(self) -> None:
         self.data = None
-
-    def to(self, xp):
-        """Move the weights and the feature blocks to namespace ``xp``."""
-        if self.blocks.xp is not xp:
-            self.blocks.to(xp)
-        return super().to(xp)
 
     @staticmethod
     def sample_rows(X, seed: int, size: int = 512):
@@ -126,88 +106,65 @@ class RFFSGD(DeviceState):
         eta0="auto" are estimated."""
         return take_rows(X, subsample_indices(int(X.shape[0]), size, seed))
 
-    def _grad(self, Phi, Y, w):
-        """Mini-batch gradient of F at w and the batch loss."""
-        u = Phi @ w
-        g = Phi.T @ self.loss.deriv(u, Y) / Phi.shape[0]
-        if self.reg:
-            g = g + self.reg * w
-        return g, u
-
-    def full_gradient(self, w, chunk_rows: int = 8192):
-        """grad F(w) by one pass over the training rows, chunk by chunk."""
-        xp = self.xp
+    def _chunks(self, chunk_rows: int, check: bool = False):
+        """(Phi, Y) of the training rows, chunk by chunk (``check``: on-disk rows checked)."""
         X, Y = self.data
-        n = int(X.shape[0])
-        g = xp.zeros_like(w)
         for lo, block in iter_row_chunks(X, chunk_rows):
-            check_finite_rows(block, lo, "X")  # the full pass may reach rows no batch read yet
-            Phi = self.blocks.features(asarray(block, xp, self.blocks.dtype), 0)
-            Yc = xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype)
-            g += Phi.T @ self.loss.deriv(Phi @ w, Yc)
-        return g / n + self.reg * w
+            if check:
+                check_finite_rows(block, lo, "X")
+            yield (self.blocks.features(asarray(block, self.xp, self.blocks.dtype), 0),
+                   self.xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype))
+
+    def full_gradient(self, w, rows=None, chunk_rows: int = 8192):
+        """grad F(w) by one pass over the training rows, chunk by chunk (the full pass may reach
+        rows no batch read yet), or from the workers' sum (``rows.full_gradient``)."""
+        if rows is not None:
+            total, n = rows.full_gradient(w)
+            total = self.xp.asarray(total)
+        else:
+            n, total = int(self.data[0].shape[0]), self.xp.zeros_like(w)
+            for Phi, Yc in self._chunks(chunk_rows, check=True):
+                total += Phi.T @ self.loss.deriv(Phi @ w, Yc)
+        return total / n + self.reg * w
 
     def objective(self, chunk_rows: int = 8192) -> float:
         """F(W) over the training rows (chunked)."""
-        xp = self.xp
-        X, Y = self.data
         total = 0.0
-        for lo, block in iter_row_chunks(X, chunk_rows):
-            Phi = self.blocks.features(asarray(block, xp, self.blocks.dtype), 0)
-            Yc = xp.asarray(Y[lo:lo + block.shape[0]], dtype=self.blocks.dtype)
+        for Phi, Yc in self._chunks(chunk_rows):
             total += float(self.loss.value(Phi @ self.w, Yc).sum())
-        return total / int(X.shape[0]) + 0.5 * self.reg * float((self.w * self.w).sum())
+        return total / int(self.data[0].shape[0]) + 0.5 * self.reg * float((self.w * self.w).sum())
+
+    def _grad(self, G, m, w):
+        """The mini-batch gradient of F at w from G = Phi_B^T loss'(Phi_B w, Y_B)."""
+        g = G / m
+        return g + self.reg * w if self.reg else g
 
     def step(self, Xb, Yb=None):
         """One SGD step (eta_t = eta0 / (1 + reg eta0 t)) or SVRG step (a new snapshot every
         ``inner`` steps) on batch (Xb, Yb); returns the record: batch objective before the step and
         the step size. ``Xb`` alone: the batch's rows are spread over dask workers
-        (``kernelscale.spread.rff.SpreadRFFRows``), which return the row sums of the step."""
-        if Yb is None:
-            return self._step_spread(Xb)
-        Phi = self.blocks.features(Xb, 0)
-        if self.solver == "sgd":
-            eta = self.eta0 / (1.0 + self.reg * self.eta0 * self.t)
-            g, u = self._grad(Phi, Yb, self.w)
+        (``kernelscale.spread.rff.SpreadRFFRows``), whose row sums (``rows.gradient``: G at w and
+        at the snapshot, the summed loss, m) give the same step summed in another order."""
+        svrg, spread = self.solver == "svrg", Yb is None
+        if svrg and self.t % self.inner == 0:  # new snapshot at fixed iteration numbers
+            self.w_snap = self.w.copy()
+            self.mu = self.full_gradient(self.w_snap, Xb if spread else None)
+        if spread:
+            G, loss_sum, m, G_snap = Xb.gradient(self.w, self.w_snap if svrg else None)
+            G, G_snap = self.xp.asarray(G), self.xp.asarray(G_snap) if svrg else None
+            batch_loss = float(loss_sum / m)
         else:
-            if self.t % self.inner == 0:  # new snapshot at fixed iteration numbers
-                self.w_snap = self.w.copy()
-                self.mu = self.full_gradient(self.w_snap)
-            eta = self.eta0
-            g, u = self._grad(Phi, Yb, self.w)
-            g_snap, _ = self._grad(Phi, Yb, self.w_snap)
-            g = g - g_snap + self.mu
-        batch_loss = float(self.loss.value(u, Yb).mean())
+            Phi = self.blocks.features(Xb, 0)
+            u, m = Phi @ self.w, Phi.shape[0]
+            G = Phi.T @ self.loss.deriv(u, Yb)
+            G_snap = Phi.T @ self.loss.deriv(Phi @ self.w_snap, Yb) if svrg else None
+            batch_loss = float(self.loss.value(u, Yb).mean())
+        g = self._grad(G, m, self.w)
+        if svrg:
+            g = g - self._grad(G_snap, m, self.w_snap) + self.mu
+        eta = self.eta0 if svrg else self.eta0 / (1.0 + self.reg * self.eta0 * self.t)
         self.w -= eta * g
         return {"objective": batch_loss, "step": eta}
-
-    def _step_spread(self, rows):
-        """``step`` with the row sums from the workers (``rows.gradient``: sum over the batch of
-        phi loss'(phi^T w) at w (and at the snapshot), the summed loss, the row count;
-        ``rows.full_gradient``: SVRG's sum over all n rows): the same update on the same kind
-        of numbers, summed in another order."""
-        xp = self.xp
-        if self.solver == "sgd":
-            eta = self.eta0 / (1.0 + self.reg * self.eta0 * self.t)
-            G, loss_sum, m, _ = rows.gradient(self.w, None)
-            g = xp.asarray(G) / m
-            if self.reg:
-                g = g + self.reg * self.w
-        else:
-            if self.t % self.inner == 0:  # new snapshot at fixed iteration numbers
-                self.w_snap = self.w.copy()
-                total, n = rows.full_gradient(self.w_snap)
-                self.mu = xp.asarray(total) / n + self.reg * self.w_snap
-            eta = self.eta0
-            G, loss_sum, m, G_snap = rows.gradient(self.w, self.w_snap)
-            g = xp.asarray(G) / m
-            g_snap = xp.asarray(G_snap) / m
-            if self.reg:
-                g = g + self.reg * self.w
-                g_snap = g_snap + self.reg * self.w_snap
-            g = g - g_snap + self.mu
-        self.w -= eta * g
-        return {"objective": float(loss_sum / m), "step": eta}
 
     def decision(self, A):
         """f(A) = phi(A) W."""

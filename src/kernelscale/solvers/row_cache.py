@@ -22,17 +22,13 @@ from ..backend import is_sparse, to_numpy
 from ..kernels.fourier import fourier_features
 from ..rng import ROW_FINGERPRINT, block_generator
 
-# On a GPU a block's catch-up features are computed in pieces of this many bytes, written into two
-# buffers made once per step; in host memory the whole prefix is one product.
-GPU_PIECE_BYTES = 64 * 2**20
+GPU_PIECE_BYTES = 64 * 2**20  # a block's catch-up features on a GPU, per piece (one buffer)
 
 
 def piece_rows(xp, F: int, itemsize: int) -> int | None:
     """Rows per catch-up feature piece: None (whole prefix) for numpy, else
     ``GPU_PIECE_BYTES`` worth of (rows, F) features, at least one row."""
-    if xp is np:
-        return None
-    return max(1, GPU_PIECE_BYTES // (int(F) * int(itemsize)))
+    return None if xp is np else max(1, GPU_PIECE_BYTES // (int(F) * int(itemsize)))
 
 
 class RowCache:
@@ -134,18 +130,13 @@ class RowCache:
             W, b = blocks.params(k, k + 1, rows=is_sparse(X))
             for lo in range(0, top, piece or top):
                 hi = min(top, lo + (piece or top))
-                if not piece:
-                    Z = fourier_features(X[lo:hi], W, b, blocks.F, scaled=False)
-                    for j in js:
-                        r = min(int(rows[j]), hi)
-                        u[:r] += Z[:r] @ changes[j][1]
-                    continue
-                Z = fourier_features(X[lo:hi], W, b, blocks.F, scaled=False, out=Zbuf[: hi - lo])
+                Z = fourier_features(X[lo:hi], W, b, blocks.F, scaled=False,
+                                     out=Zbuf[: hi - lo] if piece else None)
                 for j in js:
                     r = min(int(rows[j]), hi)
                     if r > lo:
-                        P = xp.matmul(Z[: r - lo], changes[j][1], out=Pbuf[: r - lo])
-                        u[lo:r] += P
+                        u[lo:r] += (xp.matmul(Z[: r - lo], changes[j][1], out=Pbuf[: r - lo])
+                                    if piece else Z[: r - lo] @ changes[j][1])
 
     def record(self, k: int, delta) -> None:
         """Block k changed by ``delta`` (coefficient units; a copy is kept). Drops the changes

@@ -1,10 +1,6 @@
-"""Spreading work over dask: clients (``cluster``), and fits whose rows stay on the workers, one
-part per worker (``workers``: the protocol; ``dsg``, ``rff``, ``rb``: the solvers' parts).
-
-``rows_for(X, make)`` is the rule an estimator follows: a fit spreads over the ``use_client``
-client when there is one and X is not held in memory; ``cluster_rows()`` is the ``rows`` that
-``solvers.nystrom`` and ``kernels.random_binning`` take for their row-block work.
-"""
+"""Spreading work over dask: clients and row-block work (``cluster``; ``rows_for``: whether a
+fit spreads, ``cluster_rows``: the ``rows`` of row-block work), and fits whose rows stay on the
+workers, one part per worker (``workers``: the protocol; ``dsg``, ``rff``, ``rb``: the parts)."""
 
 from .cluster import (
     ClusterRows,

@@ -14,6 +14,14 @@ import numpy as np
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_CHUNK_ROWS = 65536
+SCHEDULER_ENV, WORKERS_ENV, SLURM_ENV = ("KERNELSCALE_DASK_SCHEDULER", "KERNELSCALE_DASK_WORKERS",
+                                          "KERNELSCALE_DASK_SLURM")
+# dask-jobqueue worker jobs (config ``dask.slurm``): one worker process per Slurm job
+SLURM_DEFAULTS = {"cores": 1, "memory": "2GB", "walltime": "01:00:00", "queue": None,
+                  "account": None, "job_extra": [], "start_timeout_s": 300.0, "host": None,
+                  "log_directory": None}
+_CURRENT = None  # the client chunked work runs on; set by use_client
+_READ_CHECKED: set = set()  # (client, store, path, workers) that check_workers_read_once passed
 
 
 def client_for(address: str | None = None, *, n_workers: int | None = None,
@@ -29,20 +37,19 @@ def client_for(address: str | None = None, *, n_workers: int | None = None,
     if address is None:
         if n_workers is None:
             n_workers = int(dask.config.get("kernelscale.n-workers", os.cpu_count() or 1))
-        # dashboard/HTTP port ":0" (any free one): jobs sharing a node each start a cluster
         cluster = LocalCluster(n_workers=int(n_workers), threads_per_worker=1,
                                processes=processes, dashboard_address=":0")
-        # set_as_default=False: dask's global scheduler is left alone
         return Client(cluster, set_as_default=False)
     try:
         return Client(address, timeout=f"{timeout}s", set_as_default=False)
     except (OSError, ValueError, TypeError) as e:
-        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise ConnectionError(f"cannot reach dask scheduler {address!r} within {timeout:g} s "
-                              f"({reason})") from None
+                              f"({first_line(e)})") from None
 
 
-_CURRENT = None  # the client chunked work runs on; set by use_client
+def first_line(error: BaseException, empty: str | None = None) -> str:
+    """The first line of ``error``'s message, else ``empty`` (default: the error's class)."""
+    return (str(error).strip().splitlines() or [empty or type(error).__name__])[0]
 
 
 @contextmanager
@@ -58,7 +65,7 @@ def use_client(client):
 
 def current_client():
     """The client set by ``use_client``, or None; also None inside a task on a worker, where
-    chunked work runs locally (a task that waits on tasks of its own cluster can deadlock it)."""
+    chunked work runs locally."""
     if _CURRENT is None:
         return None
     from distributed import get_worker
@@ -70,19 +77,12 @@ def current_client():
     return None
 
 
-# dask-jobqueue worker jobs (config ``dask.slurm``): one worker process per Slurm job
-SLURM_DEFAULTS = {"cores": 1, "memory": "2GB", "walltime": "01:00:00", "queue": None,
-                  "account": None, "job_extra": [], "start_timeout_s": 300.0, "host": None,
-                  "log_directory": None}
-
-
 def slurm_client(n_workers: int, options: dict | None = None):
     """A client of a dask-jobqueue ``SLURMCluster`` with ``n_workers`` worker jobs (one worker
-    process of ``cores`` threads each), started now; a one-line ``RuntimeError`` (and every job
-    cancelled) when they are not all running within ``start_timeout_s`` (a stuck queue, jobs that
-    fail at start). ``host``: the address the workers reach the scheduler at (default: this
-    host's); ``log_directory``: the worker jobs' output files (default: Slurm's, the current
-    directory)."""
+    process of ``cores`` threads each), started now; a one-line ``RuntimeError`` (every job
+    cancelled) when they are not all running within ``start_timeout_s``. ``host``: the address
+    the workers reach the scheduler at (default: this host's); ``log_directory``: the jobs'
+    output files (default: Slurm's, the current directory)."""
     from dask_jobqueue import SLURMCluster
     from distributed import Client
 
@@ -91,14 +91,11 @@ def slurm_client(n_workers: int, options: dict | None = None):
     if unknown:
         raise ValueError(f"dask.slurm: unknown option(s) {', '.join(unknown)} "
                          f"(known: {', '.join(sorted(SLURM_DEFAULTS))})")
-    scheduler_options = {"dashboard_address": ":0"}
-    if opts["host"]:
-        scheduler_options["host"] = opts["host"]
+    host = {"host": opts["host"]} if opts["host"] else {}
     cluster = SLURMCluster(cores=int(opts["cores"]), processes=1, memory=str(opts["memory"]),
                            walltime=str(opts["walltime"]), queue=opts["queue"],
-                           account=opts["account"],
-                           job_extra_directives=list(opts["job_extra"]),
-                           scheduler_options=scheduler_options,
+                           account=opts["account"], job_extra_directives=list(opts["job_extra"]),
+                           scheduler_options={"dashboard_address": ":0", **host},
                            log_directory=opts["log_directory"])
     client = None
     try:
@@ -106,13 +103,13 @@ def slurm_client(n_workers: int, options: dict | None = None):
         client = Client(cluster, set_as_default=False)
         client.wait_for_workers(int(n_workers), timeout=float(opts["start_timeout_s"]))
     except (TimeoutError, OSError) as e:  # TimeoutError: wait_for_workers ran out of time
-        up = len(client.scheduler_info()["workers"]) if client is not None else 0
+        up = 0
         if client is not None:
+            up = len(client.scheduler_info()["workers"])
             client.close()
         cluster.close()
-        # the cause in words (a Python class name tells a user nothing)
         cause = "" if isinstance(e, TimeoutError) else \
-            "; " + ((str(e).strip().splitlines() or ["cannot reach the cluster's scheduler"])[0])
+            "; " + first_line(e, "cannot reach the cluster's scheduler")
         raise RuntimeError(f"dask on Slurm: {up} of {n_workers} worker jobs running after "
                            f"{float(opts['start_timeout_s']):g} s (dask.slurm.start_timeout_s; "
                            "queue stuck or jobs failing at start: see squeue and the jobs' "
@@ -133,9 +130,8 @@ def client_from_setting(scheduler: str | None, n_workers: int | None = None,
     if scheduler == "local":
         client = client_for(None, n_workers=n_workers, processes=True)
     elif scheduler == "slurm":
-        if slurm is None:
-            slurm = json.loads(os.environ.get(SLURM_ENV) or "{}")
-        client = slurm_client(n_workers or 2, slurm)
+        client = slurm_client(n_workers or 2, slurm if slurm is not None
+                              else json.loads(os.environ.get(SLURM_ENV) or "{}"))
     else:
         client = client_for(scheduler)
     try:
@@ -146,17 +142,11 @@ def client_from_setting(scheduler: str | None, n_workers: int | None = None,
             client.cluster.close()
 
 
-SCHEDULER_ENV, WORKERS_ENV = "KERNELSCALE_DASK_SCHEDULER", "KERNELSCALE_DASK_WORKERS"
-SLURM_ENV = "KERNELSCALE_DASK_SLURM"
-
-
 def environment(setting: dict | None) -> dict[str, str | None]:
     """Environment for jobs from the config's ``dask`` section (None: unset the variable): the
     ``--dask-*`` defaults of ``kernelscale.pipeline.cli train/prepare``."""
-    setting = setting or {}
-    scheduler = setting.get("scheduler")
-    workers = setting.get("n_workers")
-    slurm = setting.get("slurm")
+    scheduler, workers, slurm = (
+        (setting or {}).get(key) for key in ("scheduler", "n_workers", "slurm"))
     return {SCHEDULER_ENV: None if scheduler is None else str(scheduler),
             WORKERS_ENV: None if scheduler is None or workers is None else str(int(workers)),
             SLURM_ENV: json.dumps(slurm, sort_keys=True) if scheduler == "slurm" and slurm
@@ -164,23 +154,24 @@ def environment(setting: dict | None) -> dict[str, str | None]:
 
 
 def fingerprint(X) -> bytes:
-    """SHA-256 of X's first 64 rows as read here (what the client and its workers must agree
-    on)."""
+    """SHA-256 of X's first 64 rows as read here."""
     from ..stream import read_rows
 
     rows = np.ascontiguousarray(read_rows(X, 0, min(64, int(X.shape[0]))))
     return hashlib.sha256(rows.tobytes()).digest()
 
 
-def _digest_or_reason(X):
+def fingerprint_or_reason(X, unreadable: str | None = None):
+    """``fingerprint(X)``, or why X cannot be read (``first_line``, ``unreadable`` for an
+    empty message)."""
     try:
         return fingerprint(X)
     except Exception as e:  # noqa: BLE001 - any read failure is reported the same way
-        return (str(e).strip().splitlines() or ["unreadable"])[0]
+        return first_line(e, unreadable)
 
 
 def _digests(arrays: dict) -> dict:
-    return {name: _digest_or_reason(a) for name, a in arrays.items()}
+    return {name: fingerprint_or_reason(a, "unreadable") for name, a in arrays.items()}
 
 
 def store_of(X) -> str:
@@ -207,9 +198,6 @@ def check_workers_read(client, arrays: dict) -> None:
                 raise OSError(f"dask worker {addr} cannot read {name} ({store_of(on_disk[name])}): "
                               f"{reason}; the workers need this process's file system (a path "
                               "they can all read)")
-
-
-_READ_CHECKED: set = set()
 
 
 def check_workers_read_once(client, X, name: str = "X") -> None:
@@ -259,21 +247,17 @@ def predict_chunked(estimator, X, client=None, *, method: str = "predict",
     check_workers_read_once(client, X)
     arr = as_dask(X, chunk_rows)
     probe = np.asarray(fn(np.asarray(arr[:1].compute())))  # output shape and dtype per row
-    if probe.ndim == 1:
-        out = arr.map_blocks(lambda b: np.asarray(fn(b)), drop_axis=1, dtype=probe.dtype,
-                             meta=np.empty((0,), probe.dtype))
-    else:
-        out = arr.map_blocks(lambda b: np.asarray(fn(b)), chunks=(arr.chunks[0], (probe.shape[1],)),
-                             dtype=probe.dtype, meta=np.empty((0, 0), probe.dtype))
+    shape = {"drop_axis": 1} if probe.ndim == 1 else {"chunks": (arr.chunks[0], (probe.shape[1],))}
+    out = arr.map_blocks(lambda b: np.asarray(fn(b)), dtype=probe.dtype,
+                         meta=np.empty((0,) * probe.ndim, probe.dtype), **shape)
     out = out.compute(scheduler="threads") if client is None else client.compute(out).result()
     return np.asarray(out)
 
 
 def rows_for(X, make):
-    """``make(client)`` where a fit on X spreads its rows over dask workers, else None (the fit
-    runs in this process): a client is set (``use_client``, ``current_client``) and X is not
-    held in memory (numpy or cupy; X None: whatever the fit's data) nor sparse (a CSR store on
-    disk runs in this process, as scipy.sparse X does)."""
+    """``make(client)`` where a fit on X spreads its rows over dask workers (a ``current_client``,
+    and X neither in memory (numpy, cupy; X None: any) nor sparse (scipy.sparse, a CSR store on
+    disk)), else None (the fit runs in this process)."""
     from ..stream import is_csr_store, is_in_memory
 
     client = current_client()
@@ -301,12 +285,9 @@ class ClusterRows:
         Xd = as_dask(X, chunk_rows)
         blocks = Xd.to_delayed().ravel()
         starts = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
-        if y is None:
-            parts = [dask.delayed(fn)(b, lo=lo) for b, lo in zip(blocks, starts, strict=True)]
-        else:
-            yd = as_dask(y).rechunk({0: Xd.chunks[0]}).to_delayed().ravel()
-            parts = [dask.delayed(fn)(b, c, lo=lo)
-                     for b, c, lo in zip(blocks, yd, starts, strict=True)]
+        ys = [()] * len(blocks) if y is None else \
+            [(c,) for c in as_dask(y).rechunk({0: Xd.chunks[0]}).to_delayed().ravel()]
+        parts = [dask.delayed(fn)(b, *c, lo=lo) for b, c, lo in zip(blocks, ys, starts, strict=True)]
         if client is None:
             return list(dask.compute(*parts, scheduler="threads"))
         futures = client.compute(parts)
@@ -320,13 +301,20 @@ class ClusterRows:
             raise
 
     def sum(self, fn, X, y=None, *, chunk_rows: int | None = None) -> np.ndarray:
-        """The float64 sum of ``map``'s results, added in row order (the same on any
-        scheduler)."""
-        results = self.map(fn, X, y, chunk_rows=chunk_rows)
-        total = np.array(results[0], dtype=np.float64, copy=True)
-        for r in results[1:]:
-            total += r
-        return total
+        """The float64 sum of ``map``'s results, added in row order (on any scheduler)."""
+        return add_in_order(self.map(fn, X, y, chunk_rows=chunk_rows), np.float64)
+
+
+def add_in_order(parts, dtype=None):
+    """The sum of the arrays ``parts`` (None ones skipped), added in order into a copy of the
+    first (in ``dtype``, default its own); None if all are None."""
+    total = None
+    for p in parts:
+        if p is not None and total is None:
+            total = np.array(p, dtype=dtype, copy=True)
+        elif p is not None:
+            total += p
+    return total
 
 
 def cluster_rows() -> ClusterRows | None:

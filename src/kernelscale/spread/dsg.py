@@ -16,31 +16,23 @@ import pickle
 import numpy as np
 
 from ..backend import to_numpy
-from .cluster import fingerprint
-from .workers import BatchShare, Spread, add_in_order, park, unpark
+from .cluster import add_in_order
+from .workers import BatchShare, Spread, park, unpark
 
 
-class DSGPart:
+class DSGPart(BatchShare):
     """On a worker: its ``share`` of every batch (``workers.BatchShare``) and a replica of the
     model, kept equal to the client's by applying each step's update; ``keep_rows``: f of the
-    rows it has served, kept between their visits (``solvers.row_cache.RowCache``, taken back
-    from the last fit in this process when that fit ended on exactly this model)."""
+    rows it has served, by storage row, kept between their visits (``solvers.row_cache.RowCache``,
+    taken back from the last fit in this process when that fit ended on exactly this model)."""
 
     def __init__(self, X, y, encode, stream_kw: dict, model, loss, kernel, variant: str,
                  share: tuple[int, int], keep_rows: bool = False):
-        from ..solvers.row_cache import RowCache
-
-        self.rows = BatchShare(X, y, stream_kw, share)
+        super().__init__(X, y, stream_kw, share)
         self.encode, self.model, self.loss, self.kernel = encode, model, loss, kernel
         self.variant = variant
         self.X = self.Y = self.g = self.Z = None
-        # indexed by storage row, so a share that changes after a lost worker still finds them
-        self.cache = None
-        if keep_rows:
-            self.cache = _parked_cache(model, X)
-            if self.cache is None:
-                self.cache = RowCache(int(X.shape[0]), model.n_outputs, int(X.shape[1]), np,
-                                      model.blocks.dtype, model.blocks.seed)
+        self.cache = _row_cache(model, X) if keep_rows else None
 
     def stop(self, update) -> None:
         """The fit's end: apply the client's last update and ``park`` (model, row cache) for a
@@ -67,20 +59,18 @@ class DSGPart:
         """Apply the client's last update, then f and loss' on this part's rows of batch t:
         (loss sum, loss-at-zero sum, g summed over rows (float64), max |g|, rows)."""
         self._apply(update)
-        Xb, yb, ids = self.rows.stream.batch(t, with_ids=True)
-        lo, hi = self.rows.span(Xb.shape[0])
-        self.X = Xb[lo:hi]
-        self.Y = self.encode(None if yb is None else yb[lo:hi], np)
-        if hi == lo:
+        self.X, yb, ids = self.batch(t, with_ids=True)
+        self.Y = self.encode(yb, np)
+        if self.X.shape[0] == 0:
             return 0.0, 0.0, None, 0.0, 0
         u = (self.model.decision(self.X) if self.cache is None
-             else self.cache.decision(self.model, self.X, ids[lo:hi]))
+             else self.cache.decision(self.model, self.X, ids))
         g = self.g = self.loss.deriv(u, self.Y)
         obj = float(self.loss.value(u, self.Y).sum(dtype=np.float64))
         zero = float(self.loss.value(np.zeros_like(u), self.Y).sum(dtype=np.float64))
         g_sum = g.sum(axis=0, dtype=np.float64)
         g_max = float(abs(g).max()) if self.variant == "cdsg" else 0.0
-        return obj, zero, g_sum, g_max, hi - lo
+        return obj, zero, g_sum, g_max, self.X.shape[0]
 
     def block_products(self, k: int, want_cov: bool):
         """(phi_k^T g, phi_k^T phi_k or None) on this part's rows of the batch."""
@@ -92,28 +82,23 @@ class DSGPart:
     def block_variance(self, k: int) -> float:
         """CDSG's sigma_k^2 on up to 64 of this part's rows (``DSGSolver._block_variance``)."""
         n = min(64, self.X.shape[0])
-        Zs, Xs = self.Z[:n], self.X[:n]
-        err = Zs @ Zs.T - self.kernel(Xs)
-        return float(err.var(axis=1).mean())
-
-    def close(self) -> None:
-        self.rows.close()
+        return float((self.Z[:n] @ self.Z[:n].T - self.kernel(self.X[:n])).var(axis=1).mean())
 
 
-def _parked_cache(model, X):
+def _row_cache(model, X):
     """The row cache parked in this process when it belongs to exactly this model (blocks,
-    scale and coefficients bit for bit) and data size; else None."""
-    parked = unpark()
-    if parked is None:
-        return None
-    old, cache = parked
-    m = model.n_blocks
-    same = (old.n_blocks == m and old.scale == model.scale and old.blocks.F == model.blocks.F
-            and old.blocks.seed == model.blocks.seed
-            and np.array_equal(old.coef[:m], model.coef[:m])
-            and cache.fits(int(X.shape[0]), model.n_outputs, int(X.shape[1]), np,
-                           model.blocks.dtype))
-    return cache if same else None
+    scale and coefficients bit for bit) and data size, else a new one."""
+    from ..solvers.row_cache import RowCache
+
+    n, d, m = int(X.shape[0]), int(X.shape[1]), model.n_blocks
+    old, cache = unpark() or (None, None)
+    if old is not None and (old.n_blocks == m and old.scale == model.scale
+                            and old.blocks.F == model.blocks.F
+                            and old.blocks.seed == model.blocks.seed
+                            and np.array_equal(old.coef[:m], model.coef[:m])
+                            and cache.fits(n, model.n_outputs, d, np, model.blocks.dtype)):
+        return cache
+    return RowCache(n, model.n_outputs, d, np, model.blocks.dtype, model.blocks.seed)
 
 
 class SpreadRows:
@@ -122,10 +107,22 @@ class SpreadRows:
     def __init__(self, driver: SpreadDSG, t: int):
         self.driver, self.t = driver, t
         self.n_rows = 0
-        self.u = None
 
     def first_batch(self):
-        return self.driver.first_batch(self.t)
+        """Batch t read on the client (once per fit, for the step size)."""
+        from ..stream import BatchStream
+
+        d = self.driver
+        if d._first is None:
+            xp = d.solver.model.xp
+            stream = d._stream or BatchStream(d.X, d.labels, xp=xp, **d.stream_kw)
+            try:
+                Xb, yb = stream.batch(self.t)
+            finally:
+                if stream is not d._stream:
+                    stream.close()
+            d._first = (Xb, d.encode(yb, xp))
+        return d._first
 
     def forward(self):
         d = self.driver
@@ -139,27 +136,23 @@ class SpreadRows:
         return obj, zero, g_sum / B, max(p[3] for p in parts)
 
     def block_products(self, k: int, want_cov: bool):
-        d = self.driver
-        parts = d.gather("block_products", k, want_cov)
+        parts, xp = self.driver.gather("block_products", k, want_cov), self.driver.solver.model.xp
         grad, cov = add_in_order(p[0] for p in parts), add_in_order(p[1] for p in parts)
-        xp = d.solver.model.xp
         return xp.asarray(grad), (None if cov is None else xp.asarray(cov))
 
     def block_variance(self, k: int) -> float:
-        d = self.driver
-        first = next(w for w in range(d.W) if d.rows_of(w))
+        d, B = self.driver, self.driver.stream_kw["batch_size"]
+        first = next(w for w in range(d.W) if (w + 1) * B // d.W > w * B // d.W)  # has rows
         return d.call(first, "block_variance", k).result()
 
     def updated(self, k: int, new: bool, factor: float) -> None:
-        model = self.driver.solver.model
-        self.driver.pending = (k, new, factor, to_numpy(model.coef[k]).copy())
+        self.driver.pending = (k, new, factor, to_numpy(self.driver.solver.model.coef[k]).copy())
 
 
 class SpreadDSG(Spread):
     """``batches(t)`` for ``DSGSolver.run`` over X's rows on the workers of ``client``: one
-    ``DSGPart`` per worker, reading X itself (it must see the client's file system) through
-    the stream ``stream_kw`` describes; ``y``: labels (sent once when in memory), ``encode``
-    their encoding; ``stream``: the client's own stream, for the first batch (the step size);
+    ``DSGPart`` per worker, reading X itself through the stream ``stream_kw`` describes; ``y``:
+    labels, ``encode`` their encoding; ``stream``: the client's own stream, for the first batch;
     ``keep_rows``: the parts keep their rows' f. A lost worker: the step starts again on the
     workers left, from the model as the step began (one warning line)."""
 
@@ -172,14 +165,11 @@ class SpreadDSG(Spread):
             raise ValueError("DSG with the one-class loss cannot spread its batches over dask "
                              "workers (its offset needs the whole batch's f values); fit it "
                              "without a dask client")
-        probe = fingerprint(X)
-        super().__init__(client, labels=y)
-        self.solver, self.X, self.encode, self.stream_kw = solver, X, encode, stream_kw
+        super().__init__(client, labels=y, X=X)
+        self.solver, self.encode, self.stream_kw = solver, encode, stream_kw
         self.keep_rows = bool(keep_rows)
-        self._probe = probe
         self.pending = None  # the client's last update, sent with the next forward call
-        self._first = None
-        self._stream = stream
+        self._first, self._stream = None, stream
         self._step_start = None  # (n_blocks, scale) of the model when the step began
         self._model = solver.model  # what the parts start from
         self.launch(self.workers)
@@ -208,25 +198,6 @@ class SpreadDSG(Spread):
         # the parts' rows and loss derivatives for this step
         self._collect([self.call(w, "forward", self.solver.t - 1, None) for w in range(self.W)])
         return args
-
-    def rows_of(self, w: int) -> bool:
-        B = self.stream_kw["batch_size"]
-        return (w + 1) * B // self.W > w * B // self.W
-
-    def first_batch(self, t: int):
-        """Batch t read here (once per fit, for the step size)."""
-        from ..stream import BatchStream
-
-        if self._first is None:
-            xp = self.solver.model.xp
-            stream = self._stream or BatchStream(self.X, self.labels, xp=xp, **self.stream_kw)
-            try:
-                Xb, yb = stream.batch(t)
-            finally:
-                if stream is not self._stream:
-                    stream.close()
-            self._first = (Xb, self.encode(yb, xp))
-        return self._first
 
     def __call__(self, t: int) -> SpreadRows:
         return SpreadRows(self, t)

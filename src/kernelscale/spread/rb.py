@@ -1,12 +1,8 @@
 """Random Binning features built and kept on dask workers, for RB-CG (Wu, Chen, Yen, Yan,
 "Revisiting Random Binning Features: Fast Convergence and Strong Parallelizability", KDD 2016,
-Algorithm 1 and §3.1).
-
-``SpreadRB`` fits the vocabulary of a ``kernels.random_binning.RandomBinning`` on X (the same as
-its in-process ``fit_transform``) with each ``RBPart`` hashing its consecutive row blocks of X,
-then keeps Z's rows in those parts and gives ``solvers.rb_cg.ridge_cg`` the sums over them:
-Z^T Y, diag(Z^T Z) and Z^T (Z P), added in row order.
-"""
+Algorithm 1 and §3.1): ``SpreadRB`` fits the vocabulary of a ``kernels.random_binning.RandomBinning``
+on X as its ``fit_transform`` does, each ``RBPart`` hashing consecutive row blocks of X, keeps Z's
+rows in those parts and gives ``solvers.rb_cg.ridge_cg`` the sums over them in row order."""
 
 from __future__ import annotations
 
@@ -14,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from .cluster import as_dask, check_workers_read_once
-from .workers import Spread, add_in_order
+from .cluster import add_in_order, as_dask, check_workers_read_once
+from .workers import Spread
 
 
 class RBPart:
@@ -43,11 +39,7 @@ class RBPart:
         """Z of this part's rows with the fitted vocabulary of ``features`` (the hashes are
         dropped)."""
         if self.Z is None:
-            import scipy.sparse as sp
-
-            blocks = [features.transform_hashes(H) for H in self.H]
-            self.Z = sp.vstack(blocks, format="csr") if len(blocks) > 1 else blocks[0]
-            self.H = None
+            self.Z, self.H = features.transform_hashes(self.H), None
 
     def zty(self, Y: np.ndarray) -> np.ndarray:
         return self.Z.T @ Y

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import to_numpy
-from .cluster import fingerprint
-from .workers import BatchShare, Spread, add_in_order
+from .cluster import add_in_order
+from .workers import BatchShare, Spread
 
 FULL_CHUNK_ROWS = 8192  # rows per chunk of SVRG's full pass (RFFSGD.full_gradient's default)
 
@@ -35,12 +35,12 @@ class Residual:
         return r * r
 
 
-class RFFPart:
+class RFFPart(BatchShare):
     """On a worker: its ``share`` of every batch (``workers.BatchShare``) and of X (SVRG's full
     pass), the random-feature block and the loss; no weights (they come with each call)."""
 
     def __init__(self, X, Y, stream_kw: dict, blocks, loss, share: tuple[int, int]):
-        self.rows = BatchShare(X, Y, stream_kw, share)
+        super().__init__(X, Y, stream_kw, share)
         self.blocks, self.loss, self.Y = blocks, loss, Y
         self.dtype = np.dtype(stream_kw["dtype"])
 
@@ -51,23 +51,22 @@ class RFFPart:
     def gradient(self, t: int, w, w_snap):
         """On this part's rows of batch t: (sum of phi loss'(phi^T w), summed loss (float64),
         rows, sum of phi loss'(phi^T w_snap) or None)."""
-        Xb, Yb = self.rows.stream.batch(t)
-        lo, hi = self.rows.span(Xb.shape[0])
-        if hi == lo:
+        Xb, Yb = self.batch(t)
+        if Xb.shape[0] == 0:
             return None, 0.0, 0, None
-        Phi = self.blocks.features(Xb[lo:hi], 0)
-        Y = np.asarray(Yb[lo:hi], dtype=self.dtype)
+        Phi = self.blocks.features(Xb, 0)
+        Y = np.asarray(Yb, dtype=self.dtype)
         G, u = self._sums(Phi, Y, w)
         loss = float(self.loss.value(u, Y).sum(dtype=np.float64))
         G_snap = None if w_snap is None else self._sums(Phi, Y, w_snap)[0]
-        return G, loss, hi - lo, G_snap
+        return G, loss, Xb.shape[0], G_snap
 
     def full_gradient(self, w, chunk_rows: int):
         """Sum of phi loss'(phi^T w) over this part's rows of X (SVRG's full pass)."""
         from ..stream import check_finite_rows, read_rows, unwrap_dask
 
-        X = unwrap_dask(self.rows.stream.X)
-        lo, hi = self.rows.span(int(X.shape[0]))
+        X = unwrap_dask(self.stream.X)
+        lo, hi = self.span(int(X.shape[0]))
         g = np.zeros_like(w)
         for a in range(lo, hi, chunk_rows):
             b = min(hi, a + chunk_rows)
@@ -78,13 +77,10 @@ class RFFPart:
             g += self._sums(Phi, Yc, w)[0]
         return g
 
-    def close(self) -> None:
-        self.rows.close()
-
 
 class SpreadRFFRows:
-    """One step's row work over the parts (what ``RFFSGD._step_spread`` and
-    ``RFFEigenPro._step_spread`` call)."""
+    """One step's row work over the parts (what ``RFFSGD.step`` and ``RFFEigenPro.step`` call
+    for a spread batch)."""
 
     def __init__(self, driver: SpreadRFF, t: int):
         self.driver, self.t = driver, t
@@ -110,10 +106,8 @@ class SpreadRFF(Spread):
     the call starts again on the workers left (one warning line)."""
 
     def __init__(self, client, X, Y, stream_kw: dict, solver, residual: bool = False):
-        probe = fingerprint(X)
-        super().__init__(client, labels=np.asarray(Y))
-        self.solver, self.X, self.stream_kw = solver, X, stream_kw
-        self._probe = probe
+        super().__init__(client, labels=np.asarray(Y), X=X)
+        self.solver, self.stream_kw = solver, stream_kw
         self.loss = Residual() if residual else solver.loss
         self.name = "EigenPro-RF" if residual else f"RFF-{solver.solver.upper()}"
         self.launch(self.workers)

@@ -1,10 +1,8 @@
 """The row-worker protocol: a fit keeps one part of its rows in each dask worker's process, from
-its start to its close; ``Spread`` is the client's side.
-
-A part is any object built as ``make(X, *args)`` (once X's first rows read as on the client),
-whose methods are its fit's calls, with ``close()`` and optionally ``stop(*args)`` (the fit's end,
-e.g. to ``park`` state for a warm-started fit in the same process).
-"""
+its start to its close; ``Spread`` is the client's side. A part is any object built as
+``make(X, *args)`` (once X's first rows read as on the client), whose methods are its fit's calls,
+with ``close()`` and optionally ``stop(*args)`` (the fit's end, e.g. to ``park`` state for a
+warm-started fit in the same process)."""
 
 from __future__ import annotations
 
@@ -14,20 +12,17 @@ import warnings
 
 import numpy as np
 
-from .cluster import fingerprint, store_of
+from .cluster import fingerprint, fingerprint_or_reason, store_of
 
 LIVENESS_POLL_S = 2.0  # how often a waiting call checks that its workers are still there
-# how long a failed task waits for the scheduler to report its worker gone before its error
-# is taken as the task's own (a killed worker's tasks may fail before it is dropped)
-LOST_GRACE_S = 30.0
+LOST_GRACE_S = 30.0  # how long a failed task waits for the scheduler to drop its worker
 NO_WORKERS_WAIT_S = 30.0  # how long a fit waits for a cluster without workers to get one
 _PARTS: dict = {}  # in each worker process: the fits' parts, by key
 _PARKED: dict = {}  # in each worker process: what the last fit to end parked
 
 
 def park(state) -> None:
-    """Keep ``state`` in this process for a later fit (one entry: the next park replaces it)."""
-    _PARKED.clear()
+    """Keep ``state`` in this process for a later fit (the next park replaces it)."""
     _PARKED["last"] = state
 
 
@@ -39,18 +34,14 @@ def unpark():
 def _start(key: str, make, X, probe, *args) -> None:
     """Part ``make(X, *args)`` under ``key``; first a one-line ``OSError`` when X's
     ``fingerprint`` here is not ``probe`` (None: no check)."""
-    if probe is not None:
-        try:
-            seen = fingerprint(X)
-        except Exception as e:  # noqa: BLE001 - any read failure gets the same one line
-            seen = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        if seen != probe:
-            reason = seen if isinstance(seen, str) else "its first rows differ from the client's"
-            from distributed import get_worker
+    seen = None if probe is None else fingerprint_or_reason(X)
+    if seen != probe:
+        reason = seen if isinstance(seen, str) else "its first rows differ from the client's"
+        from distributed import get_worker
 
-            raise OSError(f"dask worker {get_worker().address} cannot read the training data "
-                          f"({store_of(X)}): {reason}; the workers need the client's file "
-                          "system") from None
+        raise OSError(f"dask worker {get_worker().address} cannot read the training data "
+                      f"({store_of(X)}): {reason}; the workers need the client's file "
+                      "system") from None
     _PARTS[key] = make(X, *args)
 
 
@@ -66,7 +57,7 @@ def _stop(key: str, args: tuple | None = None) -> None:
 
 
 class BatchShare:
-    """Part ``share[0]`` of ``share[1]`` of every batch of the in-process fit's
+    """A part holding share ``share[0]`` of ``share[1]`` of every batch of the in-process fit's
     ``stream.BatchStream`` over (X, y) (``stream_kw``: its seed, batch size, dtype, window)."""
 
     def __init__(self, X, y, stream_kw: dict, share: tuple[int, int]):
@@ -79,6 +70,12 @@ class BatchShare:
         """This part's rows [w n / W, (w + 1) n / W) of n rows."""
         return self.w * n // self.W, (self.w + 1) * n // self.W
 
+    def batch(self, t: int, with_ids: bool = False) -> tuple:
+        """This part's rows of batch t: ``BatchStream.batch``'s (X, y[, ids]), y None kept."""
+        parts = self.stream.batch(t, with_ids=with_ids)
+        lo, hi = self.span(parts[0].shape[0])
+        return tuple(None if a is None else a[lo:hi] for a in parts)
+
     def close(self) -> None:
         self.stream.close()
 
@@ -87,15 +84,6 @@ class _WorkerLost(Exception):
     def __init__(self, workers: list[str]):
         super().__init__(", ".join(workers))
         self.workers = workers
-
-
-def add_in_order(parts):
-    """The sum of the arrays ``parts`` (None ones skipped), added in order; None if all are."""
-    total = None
-    for p in parts:
-        if p is not None:
-            total = np.array(p, copy=True) if total is None else total + p
-    return total
 
 
 def _nbytes(obj) -> int:
@@ -117,16 +105,17 @@ def _with_its_worker(error: BaseException) -> bool:
 
 class Spread:
     """Client side of a fit's ``W`` parts: part i on worker ``workers[i]`` of ``client``.
-    ``labels``: sent once to every worker when an ndarray (``labels_remote``). A subclass gives
-    ``_part(i)`` = (class, data, the data's ``fingerprint`` or None, other arguments) and
-    ``_recover(lost, method, args)`` -> the arguments to call ``method`` again with after
-    workers ``lost`` left. ``bytes_sent`` / ``bytes_received`` / ``round_trips``: the counted
-    calls' array payloads."""
+    ``labels``: sent once to every worker when an ndarray (``labels_remote``); ``X``: the data
+    the parts read, its ``fingerprint`` (``_probe``) taken first. A subclass gives ``_part(i)`` =
+    (class, data, its fingerprint or None, other arguments) and ``_recover(lost, method, args)``
+    -> the arguments to call ``method`` again with after workers ``lost`` left. ``bytes_sent`` /
+    ``bytes_received`` / ``round_trips``: the counted calls' array payloads."""
 
     name = "the fit"  # as messages name it
     again = "run the fit again"  # the advice when every worker is lost
 
-    def __init__(self, client, labels=None):
+    def __init__(self, client, labels=None, X=None):
+        self.X, self._probe = X, None if X is None else fingerprint(X)
         self.client = client
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:  # a nanny may be restarting them: wait a little before giving up
@@ -135,9 +124,7 @@ class Spread:
             except TimeoutError:
                 raise RuntimeError("the dask cluster has no workers") from None
             workers = sorted(client.scheduler_info()["workers"])
-        self.workers = workers
-        self.key = None
-        self.lost: list[str] = []
+        self.workers, self.key, self.lost = workers, None, []
         self.bytes_sent = self.bytes_received = self.round_trips = 0
         self.labels = labels
         self.labels_remote = self._send_labels()
@@ -149,7 +136,6 @@ class Spread:
     def _send_labels(self, workers: list[str] | None = None):
         if not isinstance(self.labels, np.ndarray):
             return self.labels
-        # hash=False: a key of this fit's own, which no earlier fit's release can drop
         return self.client.scatter(self.labels, broadcast=True, hash=False, workers=workers)
 
     def _submit(self, fn, i: int, what: str, *args):
@@ -206,14 +192,12 @@ class Spread:
 
     def _collect(self, futures, watch: list[str] | None = None) -> list:
         """The futures' results in order; ``_WorkerLost`` as soon as one of this fit's workers
-        (or of ``watch``) has left the cluster, or when a task fails while one has (an error of
-        the kind a worker's death gives waits up to ``LOST_GRACE_S`` for the scheduler to drop
-        it). Any other error is raised as it is."""
+        (or of ``watch``) has left the cluster, or when a task fails while one has (up to
+        ``LOST_GRACE_S`` after an error a worker's death gives). Other errors are raised."""
         results = []
         for future in futures:
             while True:
                 try:
-                    # kept as fetched: gathering again could wait forever for a lost worker's
                     results.append(future.result(timeout=LIVENESS_POLL_S))
                     break
                 except TimeoutError:
@@ -244,14 +228,14 @@ class Spread:
 
     def _restart(self, left: list[str]) -> None:
         """A new split over the workers ``left``: the fit's parts there stopped, the labels sent
-        to them again (their broadcast copy may count as lost with the worker), a part on each."""
+        to them again, a part on each."""
         self._stop_on([i for i, w in enumerate(self.workers) if w in left])
         self.labels_remote = self._send_labels(left)
         self.launch(left)
 
     def _stop_on(self, parts: list[int], args: tuple | None = None) -> None:
-        """Stop ``parts`` (best effort; ``args``: for their ``stop``), skipping those whose
-        worker has left (a task pinned to it would wait forever)."""
+        """Stop ``parts`` (best effort; ``args``: for their ``stop``) but those whose worker
+        has left."""
         while parts:
             futures = [self._submit(_stop, i, "stop", args) for i in parts]
             try:
