@@ -1,7 +1,8 @@
 """scipy.sparse X: the estimators whose method needs only inner products with feature maps or
 squared distances fit and predict on CSR / CSC without densifying X, with the same model as on
 the densified copy (up to rounding); random binning refuses sparse X in one line; y is never
-sparse; sparse X runs on the CPU."""
+sparse; sparse X runs on the CPU (but for the random-feature estimators on a GPU:
+tests/gpu/test_sparse_gpu.py)."""
 
 import pickle
 
@@ -227,23 +228,26 @@ def test_sparse_partial_fit_warm_start_and_pickle(data):
     np.testing.assert_array_equal(again.predict(X[:100]), krr.predict(X[:100]))
 
 
+NYSTROM = dict(n_components=50, bandwidth=1.5, reg=1e-3)
+
+
 def test_sparse_runs_on_the_cpu(data, monkeypatch):
-    """Device "auto" means the CPU for sparse X (``engine_`` says so), also where a GPU is
-    found; "gpu", or predicting sparse X with a model on a GPU, is one line."""
+    """Device "auto" means the CPU for sparse X (``engine_`` says so) for the estimators
+    without ``_sparse_gpu``, also where a GPU is found; "gpu", or predicting sparse X with
+    such a model on a GPU, is one line (the others' GPU path: tests/gpu/test_sparse_gpu.py)."""
     import kernelscale.backend
 
     X, yc, _ = data
-    dense = RFFSGDClassifier(n_iter=2, n_components=50, bandwidth=1.5, reg=1e-3).fit(
-        X.toarray(), yc)
+    dense = NystromRidgeClassifier(**NYSTROM).fit(X.toarray(), yc)
     assert dense.engine_.device == "auto"
     monkeypatch.setattr(kernelscale.backend, "gpu_available", lambda: True)  # cupy is not used
-    est = RFFSGDClassifier(n_iter=2, n_components=50, bandwidth=1.5, reg=1e-3).fit(X, yc)
+    est = NystromRidgeClassifier(**NYSTROM).fit(X, yc)
     assert est.engine_.device == "cpu" and est.device_ == "cpu"
     est.predict(X)
     with pytest.raises(DeviceError, match="sparse X is computed on the CPU only") as e:
         dense.predict(X)  # its "auto" is the GPU here
     assert "\n" not in str(e.value)
-    for cls in (DSGClassifier, NystromRidgeClassifier, ExactSVMClassifier):
+    for cls in (EigenProClassifier, NystromRidgeClassifier, ExactSVMClassifier):
         with pytest.raises(DeviceError, match="sparse X is computed on the CPU only") as e:
             cls(engine={"device": "gpu"}).fit(X, yc)
         assert "\n" not in str(e.value)
@@ -424,21 +428,21 @@ def test_random_binning_refuses_a_csr_store_in_one_line(cls, data, store):
 
 
 def test_csr_store_runs_on_the_cpu(data, store, monkeypatch):
-    """Device "auto" is the CPU for a CSR store, also where a GPU is found; "gpu", or
-    predicting a store with a model on a GPU, is one line."""
+    """Device "auto" is the CPU for a CSR store (estimators without ``_sparse_gpu``), also
+    where a GPU is found; "gpu", or predicting a store with such a model on a GPU, is one
+    line."""
     import kernelscale.backend
 
     X, yc, _ = data
-    dense = RFFSGDClassifier(n_iter=2, n_components=50, bandwidth=1.5, reg=1e-3).fit(
-        X.toarray(), yc)
+    dense = NystromRidgeClassifier(**NYSTROM).fit(X.toarray(), yc)
     monkeypatch.setattr(kernelscale.backend, "gpu_available", lambda: True)  # cupy is not used
-    est = RFFSGDClassifier(n_iter=2, n_components=50, bandwidth=1.5, reg=1e-3).fit(store, yc)
+    est = NystromRidgeClassifier(**NYSTROM).fit(store, yc)
     assert est.engine_.device == "cpu" and est.device_ == "cpu"
     est.predict(store)
     with pytest.raises(DeviceError, match="sparse X is computed on the CPU only") as e:
         dense.predict(store)
     assert "\n" not in str(e.value)
-    for cls in (DSGClassifier, NystromRidgeClassifier, ExactKRRClassifier):
+    for cls in (EigenProClassifier, NystromRidgeClassifier, ExactKRRClassifier):
         with pytest.raises(DeviceError, match="sparse X is computed on the CPU only") as e:
             cls(engine={"device": "gpu"}).fit(store, yc)
         assert "\n" not in str(e.value) and "toarray" not in str(e.value)

@@ -68,31 +68,38 @@ def is_cupy(x) -> bool:
     return type(x).__module__.split(".")[0] == "cupy"
 
 
+def _is_device_sparse(x) -> bool:
+    return type(x).__module__.startswith("cupyx.scipy.sparse")
+
+
 def array_namespace(*arrays) -> ModuleType:
-    """numpy or cupy, by the type of the given arrays (numpy when none is a cupy array)."""
-    return importlib.import_module("cupy") if any(map(is_cupy, arrays)) else np
+    """numpy or cupy, by the type of the given arrays (numpy when none is a cupy array or a
+    cupyx.scipy.sparse matrix)."""
+    on_device = any(is_cupy(a) or _is_device_sparse(a) for a in arrays)
+    return importlib.import_module("cupy") if on_device else np
 
 
 def is_sparse(x) -> bool:
-    """Whether ``x`` is a scipy.sparse matrix or array."""
-    return scipy.sparse.issparse(x)
+    """Whether ``x`` is a scipy.sparse matrix or array, or a cupyx.scipy.sparse matrix."""
+    return scipy.sparse.issparse(x) or _is_device_sparse(x)
 
 
 def asarray(x, xp: ModuleType, dtype=None):
-    """Move ``x`` (numpy, cupy, or anything numpy can read) to namespace ``xp``. A scipy.sparse
-    ``x`` stays sparse (in ``dtype``) and on the host: a one-line ``DeviceError`` for cupy."""
+    """Move ``x`` (numpy, cupy, or anything numpy can read) to namespace ``xp``. A sparse ``x``
+    stays sparse, in ``dtype``: scipy.sparse for numpy, a cupyx.scipy.sparse CSR matrix for
+    cupy."""
     if is_sparse(x):
         if xp is not np:
-            raise DeviceError("sparse X is handled on the CPU only: pass a dense array to "
-                              "compute on the GPU, or use engine={'device': 'cpu'}")
+            return importlib.import_module("cupyx.scipy.sparse").csr_matrix(x, dtype=dtype)
+        x = to_numpy(x)
         return x if dtype is None or x.dtype == np.dtype(dtype) else x.astype(dtype)
     return np.asarray(to_numpy(x), dtype=dtype) if xp is np else xp.asarray(x, dtype=dtype)
 
 
 def to_numpy(x) -> np.ndarray:
-    """Host copy of a numpy or cupy array (numpy arrays and scipy.sparse matrices pass through
-    untouched)."""
-    if is_cupy(x):
+    """Host copy of a numpy or cupy array, or of a cupyx.scipy.sparse matrix (as scipy.sparse);
+    numpy arrays and scipy.sparse matrices pass through untouched."""
+    if is_cupy(x) or _is_device_sparse(x):
         return x.get()
     return x if is_sparse(x) else np.asarray(x)
 

@@ -211,6 +211,7 @@ class KernelscaleEstimator(BaseEstimator):
     _auto_dtype = "float64"  # what engine dtype "auto" means for this estimator
     _fitted_state = "solver_"  # the attribute a fit creates and a warm start continues from
     _sparse_refusal: str | None = None  # the one-line reason it refuses sparse X (None: takes it)
+    _sparse_gpu = False  # True: sparse X is computed on the engine's device, as dense X
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -255,8 +256,8 @@ class KernelscaleEstimator(BaseEstimator):
 
     def _resolve_engine(self) -> _engine.Engine:
         """``engine_``: this estimator's ``engine`` over the context's (``kernelscale.engine``),
-        with dtype "auto" replaced by the estimator's ``_auto_dtype`` and, for a fit of
-        scipy.sparse X (``validation.check_X``), device "auto" by "cpu"."""
+        with dtype "auto" replaced by the estimator's ``_auto_dtype`` and, for a fit of sparse X
+        without ``_sparse_gpu`` (``validation.check_X``), device "auto" by "cpu"."""
         engine = _engine.resolve(getattr(self, "engine", None))
         if engine.dtype == "auto":
             engine = dataclasses.replace(engine, dtype=self._auto_dtype)

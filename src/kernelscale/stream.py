@@ -395,7 +395,7 @@ class BatchStream:
         self._prefetch(epoch, w)
         rows = perm[j * self.batch_size : (j + 1) * self.batch_size]
         Xb = Xw[self.xp.asarray(rows)] if self.xp is not np and is_cupy(Xw) else Xw[rows]
-        # scipy.sparse rows stay sparse (CSR, in the stream's dtype), on the host
+        # sparse rows stay sparse (CSR, in the stream's dtype; cupyx on a GPU)
         Xb = asarray(Xb, self.xp, self.dtype) if is_sparse(Xb) else \
             self.xp.asarray(Xb, dtype=self.dtype)
         yb = None if yw is None else \

@@ -9,10 +9,11 @@ In-memory inputs (numpy, lists, pandas) go through scikit-learn's ``validate_dat
 (zarr, dask, h5py, memmap) and cupy X are only checked for shape here; their values are checked
 for NaN/inf chunk by chunk as solvers read them (``kernelscale.stream``).
 
-Sparse X, scipy.sparse (converted to CSR) or a CSR store (``io.CSRStore``, read chunk by chunk),
-is taken by every estimator without a ``_sparse_refusal`` and computed on the CPU: engine device
-"auto" means the CPU for it, "gpu" (or a model held on a GPU) is a one-line ``DeviceError``.
-y is never sparse.
+Sparse X, scipy.sparse (converted to CSR; a cupyx.scipy.sparse X is copied to the host first)
+or a CSR store (``io.CSRStore``, read chunk by chunk), is taken by every estimator without a
+``_sparse_refusal``. Estimators with ``_sparse_gpu`` compute it on the engine's device as dense
+X; the others on the CPU: engine device "auto" means the CPU for it, "gpu" (or a model held on a
+GPU) is a one-line ``DeviceError``. y is never sparse.
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import validate_data
 
 from . import engine as _engine
-from .backend import DeviceError, check_dtype, is_cupy, namespace, predict_device, resolve_device
+from .backend import (
+    DeviceError,
+    check_dtype,
+    is_cupy,
+    is_sparse,
+    namespace,
+    predict_device,
+    resolve_device,
+    to_numpy,
+)
 from .stream import check_finite_rows, chunk_rows_of, is_csr_store, is_in_memory, iter_row_chunks
 
 
@@ -39,22 +49,27 @@ def is_lazy(X) -> bool:
 
 
 def is_sparse_X(X) -> bool:
-    """Whether X is sparse rows: a scipy.sparse matrix or a CSR store (``io.CSRStore``)."""
-    return scipy.sparse.issparse(X) or is_csr_store(X)
+    """Whether X is sparse rows: a scipy.sparse or cupyx.scipy.sparse matrix or a CSR store
+    (``io.CSRStore``)."""
+    return is_sparse(X) or is_csr_store(X)
 
 
 def load_csr_store(X):
     """A CSR store (``io.CSRStore``) read whole into one scipy.sparse CSR matrix, its rows
-    checked for NaN/inf as they are read; any other X unchanged."""
+    checked for NaN/inf as they are read; a cupyx.scipy.sparse X copied to the host (scipy);
+    any other X unchanged."""
     from .solvers._common import load_rows
 
-    return load_rows(X, np, None) if is_csr_store(X) else X
+    return load_rows(X, np, None) if is_csr_store(X) else to_numpy(X) if is_sparse(X) else X
 
 
 def _sparse_device(est, fitting: bool, store: bool = False) -> None:
-    """Sparse X runs on the CPU: a one-line DeviceError where this call would compute on a GPU
-    (a fresh fit with engine device "gpu"; a warm start or a prediction of a model on a GPU).
-    A fresh fit marks the estimator so that ``_resolve_engine`` takes "auto" as the CPU."""
+    """Sparse X runs on the CPU unless ``est`` sets ``_sparse_gpu``: a one-line DeviceError
+    where this call would compute on a GPU (a fresh fit with engine device "gpu"; a warm start or
+    a prediction of a model on a GPU). A fresh fit marks the estimator so that
+    ``_resolve_engine`` takes "auto" as the CPU."""
+    if getattr(est, "_sparse_gpu", False):
+        return
     if fitting and getattr(est, "_fresh", lambda: True)():
         on_gpu = _engine.resolve(getattr(est, "engine", None)).device == "gpu"
         where = "engine device 'gpu'"
@@ -120,6 +135,7 @@ def check_X(est, X, *, reset: bool, fitting: bool | None = None):
     X comes back as CSR (module docstring). ``fitting``: whether X is trained on (default
     ``reset``; a ``partial_fit`` after the first trains without resetting)."""
     fitting = reset if fitting is None else fitting
+    X = to_numpy(X) if is_sparse(X) else X
     _sparse_checks(est, X, reset, fitting)
     if reset:
         _check_warm_width(est, X)
@@ -153,6 +169,7 @@ def check_X_y(est, X, y, *, regression: bool, lazy_labels: bool = False):
         if regression:
             check_finite_rows(y, 0, "y")
         return X, y
+    X = to_numpy(X) if is_sparse(X) else X
     _sparse_checks(est, X, True, True)
     _check_warm_width(est, X)
     return _one_line(validate_data, est, X, y, reset=True, dtype=[np.float64, np.float32],
@@ -292,7 +309,6 @@ def warn_if_constant(est, X, y) -> None:
     if not named or X.shape[0] < 2:
         return
     n = int(X.shape[0])
-    from .backend import to_numpy
     from .kernels import make_kernel
     from .kernels.bandwidth import median_bandwidth
     from .stream import take_rows
@@ -301,7 +317,7 @@ def warn_if_constant(est, X, y) -> None:
     idx = np.sort(rng.choice(n, size=min(n, CONSTANT_PROBE_ROWS), replace=False))
     if is_sparse_X(X):  # sparse rows stay sparse (as CSR)
         indexable = is_csr_store(X) or X.format in ("csr", "csc", "lil", "dok")
-        rows = scipy.sparse.csr_matrix(take_rows(X if indexable else X.tocsr(), idx),
+        rows = scipy.sparse.csr_matrix(to_numpy(take_rows(X if indexable else X.tocsr(), idx)),
                                        dtype=np.float64)
     elif is_lazy(X) or is_cupy(X):  # at most one of the fit's windows at a time (memory budget)
         step = int(getattr(est, "window_rows_", 0) or n)

@@ -95,9 +95,11 @@ Examples
 >>> model.predict(X[:3]).shape
 (3,)""",
     "sparse_X": """\
-scipy.sparse X (CSR; other formats converted once) is never densified whole and is computed on
-the CPU (engine device "gpu": a one-line ``DeviceError``), as is a CSR matrix on disk
-(``kernelscale.io.CSRStore``), read as CSR rows.""",
+scipy.sparse X (CSR; other formats converted once) is never densified whole, nor is a CSR matrix
+on disk (``kernelscale.io.CSRStore``), read as CSR rows. The random-feature estimators (DSG,
+RFF-SGD, EigenPro-RF) compute it on the engine's device as dense X (a ``cupyx.scipy.sparse`` X
+is copied to the host once), the others on the CPU (engine device "gpu": a one-line
+``DeviceError``).""",
     "X_fit": """\
 X : {array-like, sparse matrix} of shape (n_samples, n_features)
     Training data.

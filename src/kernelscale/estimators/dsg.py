@@ -99,6 +99,7 @@ class _DSGBase(LossMixin, IterativeEstimator):
 
     _fitted_state = "model_"
     _default_loss = "square"
+    _sparse_gpu = True
     _auto_dtype = "float32"  # engine dtype "auto" (``kernelscale.engine``)
     _predict_chunk = 8192
 

@@ -132,6 +132,7 @@ class _KernelEigenPro(_EigenProBase):
 
 class _RFEigenPro(_EigenProBase):
     _default_tau = 0.25  # Ma & Belkin 2017, section 6
+    _sparse_gpu = True
     _rules = {**_EigenProBase._rules, "n_components": Int(1, "auto"), "average": BOOL}
     _used_only = {**_EigenProBase._used_only,
                   "eig_method": ("with n_eigenvectors >= 1", *_EigenProBase._k)}

@@ -65,6 +65,7 @@ class _RFFSGDBase(LossMixin, IterativeEstimator):
     """Implementation shared by ``RFFSGDClassifier`` / ``RFFSGDRegressor``."""
 
     _auto_epochs = 20
+    _sparse_gpu = True
     _rules = {"solver": OneOf("sgd", "svrg"), "n_components": Int(1, "auto"), "reg": REG,
               "eta0": Real(0, "auto", strict=True), "batch_size": Int(1, "auto"),
               "svrg_inner": Int(1, "epoch"), "n_iter": ITERS}

@@ -3,7 +3,8 @@
 A block j is F frequencies W_j (d x F) and phases b_j (F,) drawn by ``rng.block_generator(seed, j, rng.FOURIER)``;
 its features are phi_j(x) = sqrt(2/F) cos(W_j^T x + b_j), so phi_j(x).phi_j(x') estimates k(x, x')
 with F samples (Rahimi, Recht, Random Features for Large-Scale Kernel Machines, NIPS 2007).
-Rows X may be scipy.sparse (CSR) on the host (``shift_invariant.sparse_times``).
+Rows X may be sparse (CSR): scipy.sparse on the host, cupyx.scipy.sparse on the GPU
+(``shift_invariant.sparse_times``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ DEVICE_CACHE_SHARE = 0.125  # on a GPU: at least this share of its memory
 def fourier_features(X, W, b, n_per_block: int, scaled: bool = True, out=None):
     """sqrt(2/F) cos(X W + b) with F = ``n_per_block`` (the per-block Monte Carlo size);
     ``scaled=False``: without the factor. ``out``: a C-contiguous (rows, F) array to write into
-    instead of a new one. ``X`` may be scipy.sparse (on the host)."""
+    instead of a new one. ``X`` may be sparse (scipy on the host, cupyx on the GPU)."""
     if is_sparse(X):
         Z = sparse_times(X, W)
         if out is not None:
@@ -74,8 +75,8 @@ class FourierBlocks:
     Parameters of the first ``cache_bytes`` worth of blocks (default ``default_cache_bytes``)
     are kept on the device, W transposed (one (F, d) row block per block), so that the W of any
     range of blocks is one contiguous (column-major) slice; blocks beyond are regenerated on every
-    use. Sparse rows get a second cache of the same values with W row-major, built only when
-    they are seen (``params(..., rows=True)``). Pickling and ``to`` drop the caches.
+    use. Sparse rows on the host get a second cache of the same values with W row-major, built
+    only when they are seen (``params(..., rows=True)``). Pickling and ``to`` drop the caches.
     """
 
     def __init__(self, kernel: Kernel, n_features_in: int, block_size: int, seed: int,
@@ -115,8 +116,9 @@ class FourierBlocks:
     def params(self, lo: int, hi: int, rows: bool = False):
         """Stacked (W, b) of blocks lo..hi-1 on the device: shapes (d, (hi-lo) F) and ((hi-lo) F,);
         W is contiguous (column-major when it comes from the cache), never a strided view.
-        ``rows=True`` (sparse rows): W's rows are contiguous runs of its (hi-lo) F features
-        (a column slice of the row-major cache, or C-ordered)."""
+        ``rows=True`` (sparse rows): on the host W's rows are contiguous runs of its (hi-lo) F
+        features (a column slice of the row-major cache, or C-ordered); on a GPU as without."""
+        rows = rows and self.xp is np
         if hi <= self.max_cached:
             W, b = self._cached(hi, rows)
             return W[lo * self.F : hi * self.F].T, b[lo * self.F : hi * self.F]

@@ -5,9 +5,10 @@ Features for Large-Scale Kernel Machines, NIPS 2007; Dai, Xie, He, Liang, Raj, B
 Scalable Kernel Methods via Doubly Stochastic Gradients, NIPS 2014, Table 1). Every kernel is
 normalised so that k(x, x) = 1.
 
-Either argument may be a scipy.sparse matrix (CSR) on the host: squared Euclidean distances are
-||x||^2 + ||y||^2 - 2 x.y from one sparse product (the Gaussian and Matérn kernels never densify
-the rows); the per-coordinate kernels (Laplacian, Cauchy) densify one row chunk at a time.
+Either argument may be a scipy.sparse matrix (CSR) on the host, or a cupyx.scipy.sparse one on
+the GPU: squared Euclidean distances are ||x||^2 + ||y||^2 - 2 x.y from one sparse product (the
+Gaussian and Matérn kernels never densify the rows); the per-coordinate kernels (Laplacian,
+Cauchy) densify one row chunk at a time.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ _BROADCAST_BYTES = 64 * 2**20  # bound on the temporaries of one row chunk's pro
 def sparse_times(X, W) -> np.ndarray:
     """X W, C-ordered, for scipy.sparse X and a dense host W of any memory layout: W as it is
     when C-ordered, else only the rows of W that X's stored columns name, gathered (W copied whole
-    once where they are most of a column-major W)."""
+    once where they are most of a column-major W); for cupyx.scipy.sparse X and a cupy W, one
+    cuSPARSE product on the device."""
     X = X.tocsr()
+    if not scipy.sparse.issparse(X):
+        return array_namespace(W).ascontiguousarray(X @ W)
     if W.flags.c_contiguous:
         return np.ascontiguousarray(X @ W)
     cols, inv = np.unique(X.indices, return_inverse=True)
@@ -39,21 +43,22 @@ def sparse_times(X, W) -> np.ndarray:
 
 
 def _row_norms(A):
-    """||a||^2 of every row of A (numpy / cupy, or scipy.sparse: from its stored values)."""
+    """||a||^2 of every row of A (numpy / cupy, or sparse: from its stored values)."""
     if is_sparse(A):
-        return np.asarray(A.multiply(A).sum(axis=1), dtype=A.dtype).reshape(-1)
+        return array_namespace(A).asarray(A.multiply(A).sum(axis=1), dtype=A.dtype).reshape(-1)
     return (A * A).sum(axis=1)
 
 
 def _sparse_gram(X, Y):
-    """X Y^T as a dense C-ordered host array where X or Y is scipy.sparse (CSR); for two sparse
-    arguments, by row blocks of the larger one (about ``_BROADCAST_BYTES`` of values each)."""
-    n, m = X.shape[0], Y.shape[0]
+    """X Y^T as a dense C-ordered array (host, or device for cupyx) where X or Y is sparse
+    (CSR); for two sparse arguments, by row blocks of the larger one (about ``_BROADCAST_BYTES``
+    of values each)."""
+    n, m, xp = X.shape[0], Y.shape[0], array_namespace(X, Y)
     if not (is_sparse(X) and is_sparse(Y)):
         if is_sparse(X):
             return sparse_times(X, Y.T)
-        return np.ascontiguousarray(sparse_times(Y, X.T).T)
-    G = np.empty((n, m), dtype=np.result_type(X.dtype, Y.dtype))
+        return xp.ascontiguousarray(sparse_times(Y, X.T).T)
+    G = xp.empty((n, m), dtype=np.result_type(X.dtype, Y.dtype))
     big, small, by_rows = (X, Y, True) if n >= m else (Y, X, False)
     small_t = small.T.tocsr()
     step = max(1, _BROADCAST_BYTES // max(1, 16 * small.shape[0]))
@@ -69,7 +74,7 @@ def _sparse_gram(X, Y):
 def _sq_euclidean(X, Y, xp, exp_scale=None):
     """||x - y||^2 for all pairs (clipped at 0 against cancellation) from one product X Y^T and
     one pass over its tiles (``parallel.rowwise``; on a GPU ``_fused``); with ``exp_scale``,
-    exp(exp_scale ||x - y||^2). X or Y may be scipy.sparse (``_sparse_gram``)."""
+    exp(exp_scale ||x - y||^2). X or Y may be sparse (``_sparse_gram``)."""
     xx, yy = _row_norms(X), _row_norms(Y)[None, :]
     G = _sparse_gram(X, Y) if is_sparse(X) or is_sparse(Y) else X @ Y.T
     if _fused.sq_distances(G, xx, yy, xp, exp_scale):
@@ -88,8 +93,8 @@ def _sq_euclidean(X, Y, xp, exp_scale=None):
 
 
 def _broadcast_rows(X, Y, xp, fn):
-    """Apply fn(X_chunk[:, None, :] - Y[None]) -> (chunk, m) over row chunks of X (scipy.sparse
-    Y densified, sparse X one chunk at a time)."""
+    """Apply fn(X_chunk[:, None, :] - Y[None]) -> (chunk, m) over row chunks of X (sparse Y
+    densified, sparse X one chunk at a time, on X's device)."""
     n, m, d = X.shape[0], Y.shape[0], X.shape[1]
     if is_sparse(Y):
         Y = Y.toarray()

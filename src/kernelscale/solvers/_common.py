@@ -126,9 +126,9 @@ class TailAverage:
 
 def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
     """The whole of X on namespace ``xp``, read in row chunks; on-disk rows are checked for NaN/inf
-    here (in-memory arrays were checked by the estimator's validation). scipy.sparse X stays
-    sparse (CSR, in ``dtype``; numpy only), and a CSR store (``io.CSRStore``) is read into one
-    in-memory CSR matrix (numpy only: a one-line ``DeviceError`` for cupy)."""
+    here (in-memory arrays were checked by the estimator's validation). Sparse X stays sparse
+    (CSR, in ``dtype``: ``backend.asarray``), and a CSR store (``io.CSRStore``) is read into one
+    in-memory scipy CSR matrix (numpy only)."""
     if type(X).__module__.split(".")[0] == "cupy" or isinstance(X, np.ndarray) or is_sparse(X):
         return asarray(X, xp, dtype)
     parts = []

@@ -10,8 +10,8 @@ revisited row adds phi_k(x) Delta for the changes made after its visit; a row se
 time, or whose fingerprint x . w (w a fixed seeded Gaussian vector) differs from its visit's, is
 evaluated over all blocks. Memory: n (C + 2) numbers for n rows and C outputs, and the logged
 changes, F C numbers each, from the oldest visit on. The sum equals ``DSGModel.decision``'s in exact
-arithmetic, not bit for bit. Batch rows may be scipy.sparse (CSR): the fingerprint and the features
-are then sparse products.
+arithmetic, not bit for bit. Batch rows may be sparse (CSR, scipy or cupyx): the fingerprint and
+the features are then sparse products.
 """
 
 from __future__ import annotations
