@@ -95,11 +95,10 @@ Examples
 >>> model.predict(X[:3]).shape
 (3,)""",
     "sparse_X": """\
-scipy.sparse X (CSR; other formats converted once) is never densified whole, nor is a CSR matrix
-on disk (``kernelscale.io.CSRStore``), read as CSR rows. The random-feature estimators (DSG,
-RFF-SGD, EigenPro-RF) compute it on the engine's device as dense X (a ``cupyx.scipy.sparse`` X
-is copied to the host once), the others on the CPU (engine device "gpu": a one-line
-``DeviceError``).""",
+scipy.sparse X (CSR; other formats converted once) and a CSR matrix on disk
+(``kernelscale.io.CSRStore``) are never densified whole. DSG, RFF-SGD and EigenPro-RF compute
+them on the engine's device (a ``cupyx.scipy.sparse`` X is copied to the host once), the others
+on the CPU (engine device "gpu": a one-line ``DeviceError``).""",
     "X_fit": """\
 X : {array-like, sparse matrix} of shape (n_samples, n_features)
     Training data.

@@ -1,7 +1,6 @@
 """NORMA, kernel SGD with a truncated expansion (``solvers.norma``; Kivinen, Smola, Williamson,
 "Online Learning with Kernels", IEEE Transactions on Signal Processing 2004): ``NORMAClassifier``
-/ ``NORMARegressor``.
-"""
+/ ``NORMARegressor``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Nyström features + ridge regression (``solvers.nystrom``; Williams, Seeger, "Using the Nyström
 Method to Speed Up Kernel Machines", NIPS 2001): ``NystromRidgeClassifier`` /
-``NystromRidgeRegressor``.
-"""
+``NystromRidgeRegressor``."""
 
 from __future__ import annotations
 

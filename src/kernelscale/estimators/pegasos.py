@@ -1,7 +1,6 @@
 """Kernelized mini-batch Pegasos (``solvers.pegasos``; Shalev-Shwartz, Singer, Srebro, Cotter,
 "Pegasos: Primal Estimated sub-GrAdient SOlver for SVM", Mathematical Programming 2011):
-``PegasosClassifier``.
-"""
+``PegasosClassifier``."""
 
 from __future__ import annotations
 
