@@ -180,7 +180,7 @@ def test_cdsg_line_search_step_satisfies_the_check():
     solver = DSGSolver(model, k, make_loss("square"),
                        DSGConfig(variant="cdsg", reg=0.0, max_step_ratio=1e9), seed=0)
     g, gamma, B = np.array([0.4]), 0.1, 16
-    j, eta = solver._choose(5, gamma, g, B)
+    j, eta = solver._choose(5, gamma, g, B, solver.eta0)
     assert j == 0 and eta >= gamma
     M = 1.0  # square loss: running max is the bound used when the loss has none
     solver.grad_max = M
@@ -190,11 +190,11 @@ def test_cdsg_line_search_step_satisfies_the_check():
         lhs = 2 * ((beta - e * g) ** 2).sum() + 2 * e * e * M * M * model.sigma2[j] / B
         return lhs - ((beta**2).sum() + gamma**2 * (g**2).sum())
 
-    j, eta = solver._choose(5, gamma, g, B)
+    j, eta = solver._choose(5, gamma, g, B, solver.eta0)
     assert abs(gap(eta)) < 1e-9 and gap(eta * 1.01) > 0
     # when every old block's best step is below gamma, a new block is drawn
     model.beta[:3] = 0.0
-    assert solver._choose(5, gamma, g, B)[0] is None
+    assert solver._choose(5, gamma, g, B, solver.eta0)[0] is None
 
 
 def test_warm_start_segments_equal_one_run():

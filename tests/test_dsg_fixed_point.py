@@ -1,10 +1,8 @@
 """DSG's steps and the stated objective's minimiser: with the preconditioner applied to the
 whole functional gradient, regulariser included (Ma & Belkin, NIPS 2017, eq. 7), DSG / UDSG /
 CDSG at small nu converge to exact kernel ridge of the same objective,
-(nu/2)||f||^2 + mean 0.5 (f - y)^2  <=>  KernelRidge(alpha = n nu). The block Newton step
-(precondition=True) still preconditions the loss gradient only and stops at the ridge fit of a
-block-whitened kernel: its cases are expected to fail until a step that keeps the minimiser
-also keeps its speed on classification (docs/library.md, "DSG's preconditioned steps")."""
+(nu/2)||f||^2 + mean 0.5 (f - y)^2  <=>  KernelRidge(alpha = n nu), with every step: plain,
+block EigenPro and block Newton."""
 
 import numpy as np
 import pytest
@@ -13,8 +11,6 @@ from sklearn.kernel_ridge import KernelRidge
 from kernelscale.estimators.dsg import DSGRegressor
 
 N, SIGMA = 300, 3.0
-NEWTON_MOVES_IT = pytest.mark.xfail(strict=True, reason="block Newton preconditions the loss "
-                                    "gradient only: its fixed point is another problem's")
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +33,7 @@ def _gap(data, variant, precondition, nu, n_iter=500):
 @pytest.mark.parametrize("variant", ["dsg", "udsg", "cdsg"])
 @pytest.mark.parametrize("precondition, nu, bound", [("eigenpro", 1e-4, 0.12),
                                                      ("eigenpro", 1e-5, 0.12),
-                                                     pytest.param(True, 1e-3, 0.08,
-                                                                  marks=NEWTON_MOVES_IT),
-                                                     pytest.param(True, 1e-5, 0.12,
-                                                                  marks=NEWTON_MOVES_IT)])
+                                                     (True, 1e-3, 0.08), (True, 1e-5, 0.12)])
 def test_preconditioned_steps_converge_to_exact_kernel_ridge(data, variant, precondition, nu,
                                                              bound):
     # measured (dsg, udsg, cdsg): EigenPro 0.069-0.086 at 1e-4 and 0.072-0.087 at 1e-5; block

@@ -78,3 +78,38 @@ def test_bad_loss_is_one_line(bad):
     with pytest.raises(ValueError) as e:
         make_loss(bad[0], **bad[1])
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name, C", [("square", 1), ("logistic", 1), ("logistic", 3),
+                                     ("squared_hinge", 1), ("softmax", 2), ("softmax", 5)])
+def test_reg_scale_is_the_curvature_at_zero(name, C):
+    # finite differences of loss' at u = 0 along a direction the targets span (for softmax, one
+    # orthogonal to the all-ones vector, the Hessian's null direction)
+    loss, h = make_loss(name), 1e-5
+    Y = _targets(name, np.random.default_rng(1), 1, C)
+    e = np.zeros((1, C))
+    e[0, 0] = 1.0
+    if name == "softmax":
+        e[0, 1] = -1.0
+    num = ((loss.deriv(h * e, Y) - loss.deriv(-h * e, Y)) / (2 * h) @ e.T).item() / (e @ e.T).item()
+    assert loss.reg_scale(C) == pytest.approx(num, rel=1e-4)
+
+
+def test_reg_auto_scales_the_selected_nu_by_the_loss_curvature():
+    from sklearn.datasets import make_classification
+
+    from kernelscale.estimators.dsg import DSGClassifier
+    from kernelscale.estimators.rff_sgd import RFFSGDClassifier
+
+    X, y = make_classification(n_samples=300, n_features=5, n_informative=4, n_redundant=0,
+                               n_classes=3, random_state=0)
+    n = len(X)
+    kw = dict(n_iter=1, random_state=0)
+    softmax = DSGClassifier(**kw).fit(X, y)  # three classes: softmax, 1 / C
+    assert softmax.reg_ == pytest.approx(softmax.alpha_sel_ / (3 * n), rel=1e-12)
+    logistic = DSGClassifier(**kw).fit(X, y == 0)  # two classes: logistic, 1 / 4
+    assert logistic.reg_ == pytest.approx(logistic.alpha_sel_ / (4 * n), rel=1e-12)
+    hinge = RFFSGDClassifier(loss="hinge", **kw).fit(X, y)  # no curvature: the selected nu
+    assert hinge.reg_ == pytest.approx(hinge.alpha_sel_ / n, rel=1e-12)
+    explicit = DSGClassifier(reg=1e-3, **kw).fit(X, y)  # an explicit reg is the objective's
+    assert explicit.reg_ == 1e-3

@@ -19,12 +19,21 @@ class Loss:
     """Base of the losses: per-sample ``value`` and ``deriv`` in u = f(x), as the class docstring
     of each states them. Class attributes: ``task``, ``probabilistic`` (predict_proba exists) and
     ``lipschitz``, the bound M on |loss'| that CDSG's checking rule needs (None: estimated from
-    the data; Fast Doubly Stochastic Kernel Machines, eq. (9))."""
+    the data; Fast Doubly Stochastic Kernel Machines, eq. (9)), and ``curvature``, loss''(0) (1
+    where the loss has no second derivative at 0; ``reg_scale``)."""
 
     name = "loss"
     task = "regression"  # or "classification", "novelty"
     probabilistic = False
     lipschitz = None
+    curvature = 1.0
+
+    def reg_scale(self, n_outputs: int) -> float:
+        """Factor on the held-out selection's nu under ``reg="auto"``: loss''(0). The selection
+        scores kernel ridge regression (``kernels.selection``), whose loss has curvature 1; with
+        nu' = loss''(0) nu the first Newton step of this loss's objective from f = 0,
+        (loss''(0) K + nu' I)^-1 K (-loss'(0)), is that kernel ridge fit up to a scale."""
+        return self.curvature
 
     def value(self, u, Y):  # pragma: no cover - abstract
         """Per-sample loss, shape (n,), for outputs u and encoded targets Y, both (n, C)."""
@@ -59,6 +68,7 @@ class Logistic(Loss):
     task = "classification"
     probabilistic = True
     lipschitz = 1.0
+    curvature = 0.25
 
     def value(self, u, Y):
         xp = array_namespace(u)
@@ -77,6 +87,10 @@ class Softmax(Loss):
     task = "classification"
     probabilistic = True
     lipschitz = 2.0 ** 0.5
+
+    def reg_scale(self, n_outputs: int) -> float:
+        """1 / C: the Hessian of the softmax loss at u = 0 is (I - 1 1^T / C) / C."""
+        return 1.0 / n_outputs
 
     def value(self, u, Y):
         m = u.max(axis=1, keepdims=True)
@@ -110,6 +124,7 @@ class SquaredHinge(Loss):
 
     name = "squared_hinge"
     task = "classification"
+    curvature = 2.0
 
     def value(self, u, Y):
         xp = array_namespace(u)

@@ -57,25 +57,27 @@ class KernelEstimatorBase(OnDevice, KernelscaleEstimator):
 
     _predict_chunk = 4096
 
-    def _setup_common(self, X, Y):
+    def _setup_common(self, X, Y, reg_scale: float = 1.0):
         """Validate the parameters, resolve the engine (``device_``, ``dtype_``) and
         ``_select``; returns (xp, dtype)."""
         self._validate_params()
         engine = self._resolve_engine()
         self.device_, xp, dtype = device_and_dtype(engine.device, engine.dtype)
         self.dtype_ = np.dtype(dtype).name
-        self._select(X, Y)
+        self._select(X, Y, reg_scale)
         return xp, dtype
 
-    def _select(self, X, Y):
+    def _select(self, X, Y, reg_scale: float = 1.0):
         """``seed_``, ``kernel_``, ``bandwidth_`` and, with a ``reg`` parameter, ``reg_`` = nu and
-        ``_alpha`` = n nu (``params.reg_and_ridge``; "auto": ``alpha_sel_`` of the selection)."""
+        ``_alpha`` = n nu (``params.reg_and_ridge``; "auto": ``alpha_sel_`` of the selection
+        times ``reg_scale``, the loss's ``losses.Loss.reg_scale``)."""
         self.seed_ = seed_from(self.random_state)
         reg = getattr(self, "reg", None)
         self.kernel_, self.alpha_sel_ = auto_kernel(self, X, Y, reg == "auto")
         self.bandwidth_ = self.kernel_.bandwidth
         if reg is not None:
-            self.reg_, self._alpha = reg_and_ridge(reg, int(X.shape[0]), self.alpha_sel_)
+            alpha = None if self.alpha_sel_ is None else self.alpha_sel_ * reg_scale
+            self.reg_, self._alpha = reg_and_ridge(reg, int(X.shape[0]), alpha)
 
     def _decision(self, X) -> np.ndarray:
         """Raw outputs (n, C) as numpy float64, computed chunk by chunk on the device."""

@@ -69,7 +69,7 @@ class _NORMABase(LossMixin, IterativeEstimator):
 
     def _init_solver(self, X, Y):
         loss = self._make_loss()
-        xp, dtype = self._setup_common(X, Y)
+        xp, dtype = self._setup_common(X, Y, loss.reg_scale(Y.shape[1]))
         self.max_terms_ = self._max_terms(int(X.shape[0]), np.dtype(dtype).itemsize)
         self.solver_ = NORMA(self.kernel_, loss, self.n_features_in_, Y.shape[1], reg=self.reg_,
                              eta0=float(self.eta0), schedule=self.schedule,

@@ -81,7 +81,7 @@ class _RFFSGDBase(LossMixin, IterativeEstimator):
         n = int(X.shape[0])
         self._validate_params()
         loss = self._make_loss()
-        xp, dtype = self._setup_common(X, Y)
+        xp, dtype = self._setup_common(X, Y, loss.reg_scale(Y.shape[1]))
         self.n_components_ = n_features_rule(n, self.n_components)
         blocks = FourierBlocks(self.kernel_, self.n_features_in_, self.n_components_,
                                self.seed_, xp=xp, dtype=dtype)

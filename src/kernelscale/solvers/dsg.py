@@ -12,15 +12,18 @@ The model is f(x) = sum_j phi_j(x) alpha_j, phi_j the j-th seeded block of F ran
 3. choose the block k to update and its step s (DSG: a new block, s = gamma_t; UDSG: a new block in
    G of every G+U iterations, else a uniformly chosen old one; CDSG: the checking rule below);
 4. shrink every block, alpha_j <- (1 - s nu) alpha_j — done lazily with one running scale factor;
-5. alpha_k <- alpha_k - s * P^-1 (1/B) phi_k(X_b)^T g, with P = I, or P = cov(phi_k) + nu I when
-   ``precondition`` is on (the block step the DSG authors' code used).
+5. alpha_k <- alpha_k - s * P^-1 (1/B) phi_k(X_b)^T g, with P = I (the plain step), the block
+   EigenPro preconditioner (``precondition="eigenpro"``) or, for the block Newton step
+   (``precondition=True``), the whole functional gradient preconditioned
+   (``DSGSolver._newton_direction``).
 
 Step size gamma_t = eta0 / (1 + t / t0) ("inverse"), eta0 / t ("theory", needs eta0 nu in (1, 2)),
 eta0 / sqrt(1 + t / t0) ("inverse_sqrt") or eta0 ("constant"). ``eta0="auto"``: the largest
 stable mini-batch step of EigenPro (Ma, Belkin, "Diving into the Shallows: a Computational
 Perspective on Large-Scale Shallow Learning", NIPS 2017, section 4) with the shrink term,
-``DSGSolver._auto_eta0``, capped by ``DSGSolver._noise_cap``; with ``precondition=True``
-1 / (1 + nu), with "eigenpro" ``DSGSolver._eigenpro_eta0`` (also capped).
+``DSGSolver._auto_eta0``, capped by ``DSGSolver._noise_cap``; with "eigenpro"
+``DSGSolver._eigenpro_eta0`` (also capped); with ``precondition=True`` the step of
+``DSGSolver._newton_direction``.
 
 CDSG checking rule: our reading of eq. (9) of "Fast Doubly Stochastic Kernel Machines". For block
 k let beta_k be the running sum of -step * mean-gradient put into it (shrunk like alpha),
@@ -64,6 +67,7 @@ GPU_GROUP_BYTES = 64 * 2**20  # the same on a GPU
 SCALE_FLOOR = 1e-100  # the lazy shrink factor is folded into the coefficients below this
 RIDGE_FACTOR = 0.01  # the block Newton step's ridge is at least nu + RIDGE_FACTOR tr(cov) / B
 NEWTON_DF_SHARE = 0.5  # ... and keeps its degrees of freedom at most this share of B
+NEWTON_RIDGE_GROWTH = 0.5  # ... and grows as rho_t >= nu t / NEWTON_RIDGE_GROWTH
 NOISE_SHARE = 1.0  # noise of all plain steps over the objective of f = 0, at most (``_noise_cap``)
 EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" may cause
 
@@ -291,7 +295,7 @@ class DSGModel:
 class DSGSolver:
     """Runs DSG / UDSG / CDSG iterations on a model (see the module docstring)."""
 
-    newton_ridge = None  # the Newton step's ridge floor, set by its first step
+    newton_ridge = None  # rho_0 of the block Newton step, set by its first step
     use_row_cache = True  # False: every step evaluates f on its batch over all blocks
     watch = DivergenceWatch("DSG", "set a smaller eta0, a larger t0, a larger bandwidth or reg, or "
                                    "precondition=False", smoothed=True)
@@ -387,8 +391,9 @@ class DSGSolver:
                          self.config.reg)
 
     # -- the pieces of one iteration ------------------------------------------------------
-    def _choose(self, t: int, gamma: float, g_bar: np.ndarray, batch: int):
-        """(block index or None for a new one, step) per the variant's rule."""
+    def _choose(self, t: int, gamma: float, g_bar: np.ndarray, batch: int, stable: float):
+        """(block index or None for a new one, step) per the variant's rule; ``stable``: the
+        largest stable step at iteration t (CDSG's cap)."""
         cfg, model = self.config, self.model
         m = model.n_blocks
         if m == 0 or cfg.variant == "dsg":
@@ -410,9 +415,43 @@ class DSGSolver:
         k = int(np.argmax(eta))
         if not eta[k] >= gamma:
             return None, gamma
-        cap = self.eta0 if cfg.max_step_ratio is None else cfg.max_step_ratio * gamma
+        cap = stable if cfg.max_step_ratio is None else cfg.max_step_ratio * gamma
         cap = min(cap, 0.5 / cfg.reg) if cfg.reg > 0 else cap
         return k, float(min(eta[k], cap))
+
+    def _newton_setup(self, X) -> None:
+        """rho_0 = max(nu + RIDGE_FACTOR tr C / B, ``_newton_ridge``) from block 0's covariance
+        C = phi^T phi / B on the first batch, and eta0 = s / (rho_0 + nu), s = ``eta0`` in units
+        of the full Newton step (1 when "auto")."""
+        B, reg = X.shape[0], self.config.reg
+        Z = self.model.blocks.features(X, 0)
+        cov = Z.T @ Z / B
+        self.newton_ridge = max(reg + RIDGE_FACTOR * float(self.model.xp.trace(cov)) / B,
+                                self._newton_ridge(cov, B))
+        s = 1.0 if self.config.eta0 == "auto" else float(self.config.eta0)
+        self.eta0 = s / (self.newton_ridge + reg)
+
+    def _newton_direction(self, cov, grad, rho: float):
+        """rho (C + rho I)^-1 grad for C = ``cov`` (changed in place) and
+        grad = phi_k(X_b)^T (g - (nu / rho) f(X_b)) / B.
+
+        The block Newton step preconditions the whole functional gradient, regulariser included
+        (Ma & Belkin, "Diving into the Shallows: a Computational Perspective on Large-Scale
+        Shallow Learning", NIPS 2017, eq. 7, on the regularised objective):
+        f <- f - gamma_t A_t (grad L_b + nu f) with A_t = rho_t (C + rho_t I)^-1 on block k's span
+        and the identity off it. By Woodbury this is the shrink 1 - gamma_t nu of every block and
+
+            alpha_k <- alpha_k - gamma_t rho_t (C + rho_t I)^-1 phi_k(X_b)^T g_t / B,
+            g_t = loss'(f(X_b), y_b) - (nu / rho_t) f(X_b),
+
+        whose fixed point, grad L + nu f = 0, is the plain step's for every positive definite
+        A_t. gamma_t = s_t / (rho_t + nu) (s_t the schedule at eta0 in units of the full Newton
+        step) and rho_t = max(rho_0, nu t / NEWTON_RIDGE_GROWTH) (``_newton_setup``): the shrink
+        gamma_t nu is then at most NEWTON_RIDGE_GROWTH / t, so that the product of the shrinks
+        decays polynomially in t, not geometrically."""
+        xp = self.model.xp
+        cov[xp.diag_indices_from(cov)] += rho
+        return xp.linalg.solve(cov, rho * grad)
 
     def _newton_ridge(self, cov, batch: int) -> float:
         """Smallest ridge lambda with tr(C (C + lambda I)^-1) <= NEWTON_DF_SHARE * B for the first
@@ -449,40 +488,38 @@ class DSGSolver:
         cfg, model = self.config, self.model
         self.t += 1
         t = self.t
-        if self.eta0 is None:
+        newton = cfg.precondition is True
+        if self.eta0 is None or (newton and self.newton_ridge is None):
             X, Y = rows.first_batch()
-            if cfg.precondition == "eigenpro":
-                self.eta0 = self._eigenpro_eta0(X)
+            if newton:
+                self._newton_setup(X)
             else:
-                self.eta0 = 1.0 / (1.0 + cfg.reg) if cfg.precondition else self._auto_eta0(X)
-            if cfg.precondition is not True:
+                self.eta0 = (self._eigenpro_eta0(X) if cfg.precondition == "eigenpro"
+                             else self._auto_eta0(X))
                 self.eta0 = min(self.eta0, self._noise_cap(X, Y, self.horizon))
-        gamma = cfg.step_size(t, self.eta0)
+        gamma, stable = cfg.step_size(t, self.eta0), self.eta0
+        if newton:  # gamma_t = s_t / (rho_t + nu), at most the full step (``_newton_direction``)
+            rho = max(self.newton_ridge, cfg.reg * t / NEWTON_RIDGE_GROWTH)
+            ratio = (self.newton_ridge + cfg.reg) / (rho + cfg.reg)
+            gamma, stable = gamma * ratio, stable * ratio
         # batch objective, the same batch's at f = 0 (the watch's yardstick), mean and max |loss'|
         batch_loss, self.zero_objective, g_bar, g_max = rows.forward()
         if cfg.variant == "cdsg" and self.loss.lipschitz is None:
             self.grad_max = max(self.grad_max, g_max)
         B = rows.n_rows
-        k, step = self._choose(t, gamma, g_bar, B)
+        k, step = self._choose(t, gamma, g_bar, B, stable)
         new = k is None
         if new:
             k = model.new_block()
         renorm = model.shrink(1.0 - step * cfg.reg)
         if renorm != 1.0 and self.row_cache is not None:
             self.row_cache.rescale(renorm)
-        want_cov = bool(cfg.precondition) and cfg.precondition != "eigenpro"
-        grad, cov = rows.block_products(k, want_cov)
+        grad, cov = rows.block_products(k, newton, cfg.reg / rho if newton else 0.0)
         grad /= B
         if cfg.precondition == "eigenpro":
             grad = self._eigenpro(k, B).apply(grad)
-        elif cfg.precondition:
-            xp = model.xp
-            cov /= B
-            if self.newton_ridge is None:
-                self.newton_ridge = self._newton_ridge(cov, B)
-            ridge = max(cfg.reg + RIDGE_FACTOR * float(xp.trace(cov)) / B, self.newton_ridge)
-            cov[xp.diag_indices_from(cov)] += ridge
-            grad = xp.linalg.solve(cov, grad)
+        elif newton:
+            grad = self._newton_direction(cov / B, grad, rho)
         delta = (-step / model.scale) * grad
         model.coef[k] += delta
         if self.row_cache is not None:
@@ -578,10 +615,11 @@ class LocalRows:
         g_max = float(abs(g).max()) if self.solver.config.variant == "cdsg" else 0.0
         return obj, zero, g_bar, g_max
 
-    def block_products(self, k: int, want_cov: bool):
-        """(phi_k^T g, phi_k^T phi_k or None), both unscaled by 1 / B."""
+    def block_products(self, k: int, want_cov: bool, u_weight: float = 0.0):
+        """(phi_k^T (g - u_weight u), phi_k^T phi_k or None), both unscaled by 1 / B."""
         Z = self.Z = self.solver.model.blocks.features(self.X, k)
-        return Z.T @ self.g, (Z.T @ Z if want_cov else None)
+        g = self.g - u_weight * self.u if u_weight else self.g
+        return Z.T @ g, (Z.T @ Z if want_cov else None)
 
     def block_variance(self, k: int) -> float:
         return self.solver._block_variance(self.Z, self.X)

@@ -31,7 +31,7 @@ class DSGPart(BatchShare):
         super().__init__(X, y, stream_kw, share)
         self.encode, self.model, self.loss, self.kernel = encode, model, loss, kernel
         self.variant = variant
-        self.X = self.Y = self.g = self.Z = None
+        self.X = self.Y = self.u = self.g = self.Z = None
         self.cache = _row_cache(model, X) if keep_rows else None
 
     def stop(self, update) -> None:
@@ -63,8 +63,8 @@ class DSGPart(BatchShare):
         self.Y = self.encode(yb, np)
         if self.X.shape[0] == 0:
             return 0.0, 0.0, None, 0.0, 0
-        u = (self.model.decision(self.X) if self.cache is None
-             else self.cache.decision(self.model, self.X, ids))
+        u = self.u = (self.model.decision(self.X) if self.cache is None
+                      else self.cache.decision(self.model, self.X, ids))
         g = self.g = self.loss.deriv(u, self.Y)
         obj = float(self.loss.value(u, self.Y).sum(dtype=np.float64))
         zero = float(self.loss.value(np.zeros_like(u), self.Y).sum(dtype=np.float64))
@@ -72,12 +72,13 @@ class DSGPart(BatchShare):
         g_max = float(abs(g).max()) if self.variant == "cdsg" else 0.0
         return obj, zero, g_sum, g_max, self.X.shape[0]
 
-    def block_products(self, k: int, want_cov: bool):
-        """(phi_k^T g, phi_k^T phi_k or None) on this part's rows of the batch."""
+    def block_products(self, k: int, want_cov: bool, u_weight: float = 0.0):
+        """(phi_k^T (g - u_weight u), phi_k^T phi_k or None) on this part's rows of the batch."""
         if self.X.shape[0] == 0:
             return None, None
         Z = self.Z = self.model.blocks.features(self.X, k)
-        return Z.T @ self.g, (Z.T @ Z if want_cov else None)
+        g = self.g - u_weight * self.u if u_weight else self.g
+        return Z.T @ g, (Z.T @ Z if want_cov else None)
 
     def block_variance(self, k: int) -> float:
         """CDSG's sigma_k^2 on up to 64 of this part's rows (``DSGSolver._block_variance``)."""
@@ -135,8 +136,9 @@ class SpreadRows:
         g_sum = add_in_order(p[2] for p in parts)
         return obj, zero, g_sum / B, max(p[3] for p in parts)
 
-    def block_products(self, k: int, want_cov: bool):
-        parts, xp = self.driver.gather("block_products", k, want_cov), self.driver.solver.model.xp
+    def block_products(self, k: int, want_cov: bool, u_weight: float = 0.0):
+        parts = self.driver.gather("block_products", k, want_cov, u_weight)
+        xp = self.driver.solver.model.xp
         grad, cov = add_in_order(p[0] for p in parts), add_in_order(p[1] for p in parts)
         return xp.asarray(grad), (None if cov is None else xp.asarray(cov))
 
