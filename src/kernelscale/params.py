@@ -124,13 +124,15 @@ def rules_of(cls) -> dict:
             **getattr(cls, "_rules", {})}
 
 
-def reg_and_ridge(reg, n: int, alpha_sel: float | None = None) -> tuple[float, float]:
-    """(nu, n nu) for ``reg``: "auto" (nu = alpha_sel / n, alpha_sel from the held-out
-    selection), a number (nu itself) or "x/n" (nu = x / n: x is the ridge of the summed loss,
-    scikit-learn's KernelRidge alpha, a paper's lambda of (K + lambda I)). The ridge n nu is
-    returned as given (alpha_sel or x, not n (x / n)), so it is the same bits either way."""
+def reg_and_ridge(reg, n: int, alpha_sel: float | None = None,
+                  scale: float = 1.0) -> tuple[float, float]:
+    """(nu, n nu) for ``reg``: "auto" (nu = scale alpha_sel / n, alpha_sel from the held-out
+    selection, scale the loss's ``losses.Loss.reg_scale``), a number (nu itself) or "x/n"
+    (nu = x / n: x is the ridge of the summed loss, scikit-learn's KernelRidge alpha, a paper's
+    lambda of (K + lambda I)). The ridge n nu is returned as given (scale alpha_sel or x, not
+    n (x / n)), so it is the same bits either way."""
     if reg == "auto":
-        return alpha_sel / n, alpha_sel
+        return alpha_sel * scale / n, alpha_sel * scale
     if isinstance(reg, str):
         x = float(reg.split("/")[0])
         return x / n, x

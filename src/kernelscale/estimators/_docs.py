@@ -9,10 +9,9 @@ import re
 
 _REG_MEANING = """
     nu, the weight of the penalty in the averaged objective (nu/2)||f||^2 + (1/n) sum_i
-    loss(f(x_i), y_i). "auto": nu = alpha / n, alpha (scikit-learn's ``KernelRidge`` alpha)
-    selected with the bandwidth (``kernels.selection``), times loss''(0) where the estimator has
-    a loss (logistic 1/4, softmax 1/C, squared hinge 2; ``losses.Loss.reg_scale``); "x/n":
-    nu = x / n. Fitted: ``reg_``."""
+    loss(f(x_i), y_i). "auto": nu = s alpha / n, alpha (scikit-learn's ``KernelRidge`` alpha)
+    selected with the bandwidth (``kernels.selection``), s = loss''(0) for an estimator with a
+    loss (``losses.Loss.reg_scale``), else 1; "x/n": nu = x / n. Fitted: ``reg_``."""
 
 DOCS = {
     "kernel": """\

@@ -69,15 +69,13 @@ class KernelEstimatorBase(OnDevice, KernelscaleEstimator):
 
     def _select(self, X, Y, reg_scale: float = 1.0):
         """``seed_``, ``kernel_``, ``bandwidth_`` and, with a ``reg`` parameter, ``reg_`` = nu and
-        ``_alpha`` = n nu (``params.reg_and_ridge``; "auto": ``alpha_sel_`` of the selection
-        times ``reg_scale``, the loss's ``losses.Loss.reg_scale``)."""
+        ``_alpha`` = n nu (``params.reg_and_ridge``; "auto": ``alpha_sel_`` times ``reg_scale``)."""
         self.seed_ = seed_from(self.random_state)
         reg = getattr(self, "reg", None)
         self.kernel_, self.alpha_sel_ = auto_kernel(self, X, Y, reg == "auto")
         self.bandwidth_ = self.kernel_.bandwidth
         if reg is not None:
-            alpha = None if self.alpha_sel_ is None else self.alpha_sel_ * reg_scale
-            self.reg_, self._alpha = reg_and_ridge(reg, int(X.shape[0]), alpha)
+            self.reg_, self._alpha = reg_and_ridge(reg, int(X.shape[0]), self.alpha_sel_, reg_scale)
 
     def _decision(self, X) -> np.ndarray:
         """Raw outputs (n, C) as numpy float64, computed chunk by chunk on the device."""

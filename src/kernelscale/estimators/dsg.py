@@ -51,8 +51,7 @@ block_size : "auto" or int >= 1, default="auto"
     / sqrt(G / (G + U)) for UDSG (``solvers.dsg.auto_settings``). Fitted: ``n_iter_per_fit_``.
 eta0 : "auto" or float > 0, default="auto"
     The schedule's eta0. "auto": the largest stable step B / (1 + (B - 1) lambda_1 + B nu) (Ma &
-    Belkin 2017, section 4; preconditioned for "eigenpro" steps). For block Newton, eta0 is in
-    units of the full Newton step ("auto": 1; ``solvers.dsg.DSGSolver._newton_direction``).
+    Belkin 2017, section 4; preconditioned for "eigenpro" steps); block Newton: 1 full step.
 step_schedule : {"inverse", "theory", "inverse_sqrt", "constant"}, default="inverse"
     gamma_t = eta0 / (1 + t / t0), eta0 / t (Dai et al. 2014, Alg. 1), eta0 / sqrt(1 + t / t0)
     or eta0 (``solvers.dsg.DSGConfig.step_size``).
@@ -63,11 +62,10 @@ n_new, n_reuse : int, default=1
     G >= 1 and U >= 0 of UDSG (``solver="udsg"`` only).
 precondition : "auto", "eigenpro" or bool, default="auto"
     The block step. False: the plain step (Dai et al. 2014). True: block Newton, the whole
-    functional gradient, regulariser included, times rho_t (cov(phi_k) + rho_t I)^-1 in the
-    block's span (Ma & Belkin 2017, eq. 7). "eigenpro": EigenPro's preconditioner of the block's
-    features (Ma & Belkin 2017). Each converges to the objective's minimiser. "auto": True for
-    classification, "eigenpro" for regression when B >= 128, else False. Fitted:
-    ``precondition_``.
+    gradient, regulariser included, times rho_t (cov(phi_k) + rho_t I)^-1 in the block's span
+    (Ma & Belkin 2017, eq. 7). "eigenpro": EigenPro's preconditioner of the block's features.
+    Each keeps the objective's minimiser. "auto": True for classification, "eigenpro" for
+    regression when B >= 128, else False. Fitted: ``precondition_``.
 max_step_ratio : "auto", float > 0 or None, default="auto"
     CDSG's cap on the line-search step in units of gamma_t (``solver="cdsg"`` only); None (the
     paper's rule): eta0. "auto": 1 with the "eigenpro" step, else None.
