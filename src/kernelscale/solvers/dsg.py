@@ -588,6 +588,15 @@ class DSGSolver:
         return self.step(*batch) if isinstance(batch, tuple) else self.step_rows(batch)
 
 
+def block_products(Z, g, u, u_weight: float, want_cov: bool):
+    """(phi_k^T (g - u_weight u), phi_k^T phi_k or None), both unscaled by 1 / B, for a block's
+    features Z = phi_k(X) on a batch or a worker's part of it, u = f(X), g = loss'(u, y)
+    (u_weight = nu / rho_t: ``DSGSolver._newton_direction``)."""
+    if u_weight:
+        g = g - u_weight * u
+    return Z.T @ g, (Z.T @ Z if want_cov else None)
+
+
 class LocalRows:
     """The row work of one iteration on a batch held here: what ``DSGSolver.step_rows`` asks of
     a batch, with the in-process arithmetic (``kernelscale.spread.dsg.SpreadRows`` does the
@@ -616,10 +625,9 @@ class LocalRows:
         return obj, zero, g_bar, g_max
 
     def block_products(self, k: int, want_cov: bool, u_weight: float = 0.0):
-        """(phi_k^T (g - u_weight u), phi_k^T phi_k or None), both unscaled by 1 / B."""
-        Z = self.Z = self.solver.model.blocks.features(self.X, k)
-        g = self.g - u_weight * self.u if u_weight else self.g
-        return Z.T @ g, (Z.T @ Z if want_cov else None)
+        """``block_products`` of block k on the batch."""
+        self.Z = self.solver.model.blocks.features(self.X, k)
+        return block_products(self.Z, self.g, self.u, u_weight, want_cov)
 
     def block_variance(self, k: int) -> float:
         return self.solver._block_variance(self.Z, self.X)

@@ -16,6 +16,7 @@ import pickle
 import numpy as np
 
 from ..backend import to_numpy
+from ..solvers.dsg import block_products
 from .cluster import add_in_order
 from .workers import BatchShare, Spread, park, unpark
 
@@ -73,12 +74,11 @@ class DSGPart(BatchShare):
         return obj, zero, g_sum, g_max, self.X.shape[0]
 
     def block_products(self, k: int, want_cov: bool, u_weight: float = 0.0):
-        """(phi_k^T (g - u_weight u), phi_k^T phi_k or None) on this part's rows of the batch."""
+        """``solvers.dsg.block_products`` of block k on this part's rows of the batch."""
         if self.X.shape[0] == 0:
             return None, None
-        Z = self.Z = self.model.blocks.features(self.X, k)
-        g = self.g - u_weight * self.u if u_weight else self.g
-        return Z.T @ g, (Z.T @ Z if want_cov else None)
+        self.Z = self.model.blocks.features(self.X, k)
+        return block_products(self.Z, self.g, self.u, u_weight, want_cov)
 
     def block_variance(self, k: int) -> float:
         """CDSG's sigma_k^2 on up to 64 of this part's rows (``DSGSolver._block_variance``)."""
