@@ -55,8 +55,8 @@ def test_dsg_converges_to_exact_kernel_ridge(variant, n_iter):
 
 
 def test_eigenpro_step_reaches_kernel_ridge_faster_than_the_plain_step():
-    """precondition="eigenpro" (the regression default): at small nu and the same iterations it
-    gets much closer to exact kernel ridge than the plain step (paper 004's point)."""
+    """precondition="eigenpro": at small nu and the same iterations it gets much closer to exact
+    kernel ridge than the plain step (paper 004's point)."""
     X, y = _regression()
     n, sigma, nu = len(y), 3.0, 1e-5  # a wide kernel: fast spectral decay, where it matters
     exact = KernelRidge(kernel="rbf", gamma=1 / (2 * sigma**2), alpha=n * nu).fit(
@@ -69,11 +69,11 @@ def test_eigenpro_step_reaches_kernel_ridge_faster_than_the_plain_step():
 
     plain, eigenpro = rel(False), rel("eigenpro")
     assert eigenpro < 0.7 * plain, (eigenpro, plain)  # measured 0.48 against 0.87
-    # "auto": the EigenPro step from batch_size 128 (EIGENPRO_MIN_BATCH), the plain one below
-    assert DSGRegressor(random_state=0, n_iter=2, batch_size=128, block_size=32).fit(
-        X[:300], y[:300]).precondition_ == "eigenpro"
-    assert DSGRegressor(random_state=0, n_iter=2, batch_size=64, block_size=32).fit(
-        X[:300], y[:300]).precondition_ is False
+    # "auto" for regression: block Newton from B = 1024 (NEWTON_MIN_BATCH), EigenPro from 128
+    # (EIGENPRO_MIN_BATCH), the plain step below
+    for batch_size, step in ((1024, True), (1023, "eigenpro"), (128, "eigenpro"), (127, False)):
+        assert DSGRegressor(random_state=0, n_iter=2, batch_size=batch_size, block_size=32).fit(
+            X[:1100], y[:1100]).precondition_ == step
 
 
 def test_eigenpro_flattens_nothing_when_nu_is_large():
@@ -424,22 +424,31 @@ def test_udsg_auto_iterations_cost_what_dsgs_do():
 
 
 def test_auto_schedule_follows_the_step():
-    """t0="auto": with the EigenPro step (all three variants) one of DSG's four "auto" passes,
-    max(ceil(n / B), 32 / 4): one epoch from n = 8 B on; 100 with the block Newton step;
-    CDSG's max_step_ratio="auto": 1 with the EigenPro step (a reused block is not stepped past
-    gamma_t, already the stability limit), None (up to eta0) otherwise."""
+    """t0="auto": one of DSG's four "auto" passes, max(ceil(n / B), 32 / 4) (one epoch from
+    n = 8 B on), with the EigenPro step (all three variants) and with the block Newton step on
+    regression; 100 with the block Newton step on classification and with the plain step.
+    CDSG's max_step_ratio="auto": 1 where t0 is one pass (a reused block is not stepped past
+    gamma_t, which averages the noise), None (up to eta0) otherwise."""
     from kernelscale.solvers.dsg import DEFAULT_T0
 
     X, y = _regression(n=3000)
     for variant in ("dsg", "udsg", "cdsg"):
         m = DSGRegressor(solver=variant, n_iter=2, random_state=0).fit(X, y)
-        assert m.precondition_ == "eigenpro" and m.t0_ == 8.0  # ceil(3000 / 1024) = 3 < 8
+        assert m.precondition_ is True and m.t0_ == 8.0  # ceil(3000 / 1024) = 3 < 8
+        m = DSGRegressor(solver=variant, n_iter=2, precondition="eigenpro",
+                         random_state=0).fit(X, y)
+        assert m.precondition_ == "eigenpro" and m.t0_ == 8.0
     m = DSGRegressor(n_iter=2, batch_size=256, random_state=0).fit(X, y)
     assert m.precondition_ == "eigenpro" and m.t0_ == 12.0  # ceil(3000 / 256): one epoch
-    assert DSGRegressor(solver="cdsg", n_iter=2, random_state=0).fit(X, y).max_step_ratio_ == 1.0
+    assert DSGRegressor(n_iter=2, precondition=False, random_state=0).fit(X, y).t0_ == DEFAULT_T0
+    assert DSGRegressor(solver="cdsg", n_iter=2, precondition="eigenpro",
+                        random_state=0).fit(X, y).max_step_ratio_ == 1.0
     c = DSGClassifier(solver="cdsg", n_iter=2, random_state=0).fit(X, y > 0)
     assert c.precondition_ is True and c.t0_ == DEFAULT_T0 and c.max_step_ratio_ is None
     assert c.solver_.config.max_step_ratio is None
+    assert DSGRegressor(solver="cdsg", n_iter=2, random_state=0).fit(X, y).max_step_ratio_ == 1.0
+    assert DSGRegressor(solver="cdsg", n_iter=2, precondition=False,
+                        random_state=0).fit(X, y).max_step_ratio_ is None
     assert DSGRegressor(solver="cdsg", n_iter=2, max_step_ratio=3.0, random_state=0).fit(
         X, y).solver_.config.max_step_ratio == 3.0
 

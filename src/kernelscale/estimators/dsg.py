@@ -56,19 +56,20 @@ step_schedule : {"inverse", "theory", "inverse_sqrt", "constant"}, default="inve
     gamma_t = eta0 / (1 + t / t0), eta0 / t (Dai et al. 2014, Alg. 1), eta0 / sqrt(1 + t / t0)
     or eta0 (``solvers.dsg.DSGConfig.step_size``).
 t0 : "auto" or float > 0, default="auto"
-    The offset of the "inverse" and "inverse_sqrt" schedules. "auto": max(ceil(n / B), 8) with
-    the "eigenpro" step, 100 otherwise. Fitted: ``t0_``.
+    The offset of the "inverse" and "inverse_sqrt" schedules. "auto": one pass,
+    max(ceil(n / B), 8), with the "eigenpro" step and with a preconditioned step on regression,
+    100 otherwise. Fitted: ``t0_``.
 n_new, n_reuse : int, default=1
     G >= 1 and U >= 0 of UDSG (``solver="udsg"`` only).
 precondition : "auto", "eigenpro" or bool, default="auto"
     The block step. False: the plain step (Dai et al. 2014). True: block Newton, the whole
     gradient, regulariser included, times rho_t (cov(phi_k) + rho_t I)^-1 in the block's span
     (Ma & Belkin 2017, eq. 7). "eigenpro": EigenPro's preconditioner of the block's features.
-    Each keeps the objective's minimiser. "auto": True for classification, "eigenpro" for
-    regression when B >= 128, else False. Fitted: ``precondition_``.
+    Each keeps the objective's minimiser. "auto": True for classification; for regression True
+    when B >= 1024, "eigenpro" when B >= 128, else False. Fitted: ``precondition_``.
 max_step_ratio : "auto", float > 0 or None, default="auto"
     CDSG's cap on the line-search step in units of gamma_t (``solver="cdsg"`` only); None (the
-    paper's rule): eta0. "auto": 1 with the "eigenpro" step, else None.
+    paper's rule): eta0. "auto": 1 where ``t0`` "auto" is one pass, else None.
 %(random_state)s
     Block i of random features is regenerated from (seed, i).
 %(warm_start)s

@@ -67,7 +67,7 @@ GPU_GROUP_BYTES = 64 * 2**20  # the same on a GPU
 SCALE_FLOOR = 1e-100  # the lazy shrink factor is folded into the coefficients below this
 RIDGE_FACTOR = 0.01  # the block Newton step's ridge is at least nu + RIDGE_FACTOR tr(cov) / B
 NEWTON_DF_SHARE = 0.5  # ... and keeps its degrees of freedom at most this share of B
-NEWTON_RIDGE_GROWTH = 0.5  # ... and grows as rho_t >= nu t / NEWTON_RIDGE_GROWTH
+NEWTON_RIDGE_GROWTH = 0.5  # ... and grows as rho_t >= nu t s_t / NEWTON_RIDGE_GROWTH
 NOISE_SHARE = 1.0  # noise of all plain steps over the objective of f = 0, at most (``_noise_cap``)
 EIGENPRO_BIAS = 0.01  # largest relative change of the fixed point "eigenpro" may cause
 
@@ -110,9 +110,13 @@ AUTO_BLOCK_RANGE = (256, 4096)  # F: the smallest and largest blocks of Dai et a
 BATCH_PER_BLOCK = 4  # B >= 4 F
 AUTO_EPOCHS = 4
 MIN_AUTO_ITERATIONS = 32
-DEFAULT_T0 = 100.0  # t0 where the step is not EigenPro's
+DEFAULT_T0 = 100.0  # t0 where the schedule does not average the noise (``auto_settings``)
+EIGENPRO_MIN_BATCH = 128  # regression's "auto" takes the EigenPro step from this batch size on
+# ... and the block Newton step from the smallest "auto" batch on, where B rows estimate an F x F
+# block covariance well enough for a full step on the square loss (unbounded loss', unlike
+# classification's)
+NEWTON_MIN_BATCH = BATCH_PER_BLOCK * AUTO_BLOCK_RANGE[0]
 EIGENPRO_SUBSAMPLE = 2000  # rows whose block covariance gives the "eigenpro" preconditioner
-EIGENPRO_MIN_BATCH = 128  # "auto" takes the EigenPro step from this batch size on
 
 
 def _pow2(x: float) -> int:
@@ -175,11 +179,15 @@ def auto_settings(n: int, d: int, task: str, *, variant="dsg", block_size="auto"
 
     * F, B: ``auto_sizes``; B is capped at n;
     * ``n_iter``: ``auto_iterations(n, B, new_block_share(...))``;
-    * ``precondition``: True (block Newton) for classification, "eigenpro" for regression at
-      B >= ``EIGENPRO_MIN_BATCH`` and False below, False otherwise;
-    * ``t0``: with the "eigenpro" step one of DSG's ``AUTO_EPOCHS`` "auto" passes,
-      max(ceil(n / B), ``MIN_AUTO_ITERATIONS`` / ``AUTO_EPOCHS``), else ``DEFAULT_T0``;
-    * ``max_step_ratio``: 1 with the "eigenpro" step, else None."""
+    * ``precondition``: True (block Newton) for classification; for regression True at
+      B >= ``NEWTON_MIN_BATCH``, "eigenpro" at B >= ``EIGENPRO_MIN_BATCH``, False below; False
+      otherwise;
+    * ``t0``: one of DSG's ``AUTO_EPOCHS`` "auto" passes, max(ceil(n / B),
+      ``MIN_AUTO_ITERATIONS`` / ``AUTO_EPOCHS``), with the "eigenpro" step and with a
+      preconditioned step on regression (the schedule averages the batches' noise), else
+      ``DEFAULT_T0``;
+    * ``max_step_ratio``: 1 where ``t0`` is one pass (CDSG's reused blocks keep the schedule),
+      else None."""
     F, B = auto_sizes(n, d, block_size, batch_size)
     used = min(B, n)
     per_epoch = -(-n // used)
@@ -188,15 +196,17 @@ def auto_settings(n: int, d: int, task: str, *, variant="dsg", block_size="auto"
     else:
         iters = steps(n_iter, per_epoch, 1)
     if precondition == "auto":
-        regression = "eigenpro" if used >= EIGENPRO_MIN_BATCH else False
+        regression = (True if used >= NEWTON_MIN_BATCH else
+                      "eigenpro" if used >= EIGENPRO_MIN_BATCH else False)
         precondition = {"classification": True, "regression": regression}.get(task, False)
     else:
         precondition = precondition if precondition == "eigenpro" else bool(precondition)
+    # the schedule averages the batches' noise within the "auto" passes
+    averaging = precondition == "eigenpro" or (bool(precondition) and task == "regression")
     if t0 == "auto":
-        pass_steps = max(per_epoch, MIN_AUTO_ITERATIONS // AUTO_EPOCHS)
-        t0 = float(pass_steps) if precondition == "eigenpro" else DEFAULT_T0
+        t0 = float(max(per_epoch, MIN_AUTO_ITERATIONS // AUTO_EPOCHS)) if averaging else DEFAULT_T0
     if max_step_ratio == "auto":
-        max_step_ratio = 1.0 if precondition == "eigenpro" else None
+        max_step_ratio = 1.0 if averaging else None
     config = DSGConfig(variant=variant, block_size=F, reg=reg, eta0=eta0, schedule=schedule,
                        t0=float(t0), n_new=int(n_new), n_reuse=int(n_reuse),
                        precondition=precondition,
@@ -445,10 +455,14 @@ class DSGSolver:
             g_t = loss'(f(X_b), y_b) - (nu / rho_t) f(X_b),
 
         whose fixed point, grad L + nu f = 0, is the plain step's for every positive definite
-        A_t. gamma_t = s_t / (rho_t + nu) (s_t the schedule at eta0 in units of the full Newton
-        step) and rho_t = max(rho_0, nu t / NEWTON_RIDGE_GROWTH) (``_newton_setup``): the shrink
-        gamma_t nu is then at most NEWTON_RIDGE_GROWTH / t, so that the product of the shrinks
-        decays polynomially in t, not geometrically."""
+        A_t. gamma_t = s_t / (rho_t + nu), s_t = eta0 sched(t) the schedule in units of the full
+        Newton step (sched(t) = ``DSGConfig.step_size(t, 1)``), and
+        rho_t = max(rho_0, nu t sched(t) / NEWTON_RIDGE_GROWTH) (``_newton_setup``). The step
+        along an eigendirection of C with eigenvalue mu >> rho_t is then s_t (the schedule
+        averages the batches' noise), along one with mu << rho_t it is s_t nu / rho_t, that is
+        eta0 NEWTON_RIDGE_GROWTH / t where rho_t grows (the sum diverges: every direction
+        converges), and the shrink gamma_t nu is at most eta0 NEWTON_RIDGE_GROWTH / t (old blocks
+        fade polynomially in t, not geometrically)."""
         xp = self.model.xp
         cov[xp.diag_indices_from(cov)] += rho
         return xp.linalg.solve(cov, rho * grad)
@@ -499,7 +513,8 @@ class DSGSolver:
                 self.eta0 = min(self.eta0, self._noise_cap(X, Y, self.horizon))
         gamma, stable = cfg.step_size(t, self.eta0), self.eta0
         if newton:  # gamma_t = s_t / (rho_t + nu), at most the full step (``_newton_direction``)
-            rho = max(self.newton_ridge, cfg.reg * t / NEWTON_RIDGE_GROWTH)
+            rho = max(self.newton_ridge,
+                      cfg.reg * t * cfg.step_size(t, 1.0) / NEWTON_RIDGE_GROWTH)
             ratio = (self.newton_ridge + cfg.reg) / (rho + cfg.reg)
             gamma, stable = gamma * ratio, stable * ratio
         # batch objective, the same batch's at f = 0 (the watch's yardstick), mean and max |loss'|
