@@ -125,6 +125,44 @@ def test_rff_sgd_gets_close_to_optimum():
     assert est.objective(X, y) == pytest.approx(best, rel=1e-3)
 
 
+def test_rff_sgd_tail_average_for_the_square_loss():
+    """average="auto": the square loss's model is the tail mean of the SGD iterates
+    (``solvers._common.TailAverage``). On noisy targets the near-constant step (nu eta0 t < 1)
+    keeps the last iterate in a noise ball around the ridge minimiser on the features; the mean
+    is far nearer it in objective (Bach & Moulines 2013). Other losses and SVRG keep the last
+    iterate."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = rng.standard_normal((n, 3))
+    y = np.sin(X[:, 0]) + rng.standard_normal(n)
+    kw = dict(n_components=50, reg=1e-3, bandwidth=2.0, n_iter="10 epochs", batch_size=8,
+              engine={"device": "cpu"}, random_state=0)
+    avg = RFFSGDRegressor(**kw).fit(X, y)
+    last = RFFSGDRegressor(average=False, **kw).fit(X, y)
+    s = avg.solver_
+    assert s.n_averaged > 0 and last.solver_.n_averaged == 0
+    assert np.array_equal(s.w, last.solver_.w)  # the same iterates; only the model differs
+    Phi = s.blocks.features(X, 0)
+    yc = y - y.mean()  # the targets the fit sees
+    w = np.linalg.solve(Phi.T @ Phi / n + 1e-3 * np.eye(Phi.shape[1]), Phi.T @ yc / n)
+
+    def gap(v):  # objective over the minimiser's
+        return (0.5 * np.mean((Phi @ v - yc) ** 2) + 0.5e-3 * v @ v
+                - 0.5 * np.mean((Phi @ w - yc) ** 2) - 0.5e-3 * w @ w)
+
+    assert gap(s.w_model[:, 0]) < 0.1 * gap(s.w[:, 0])  # measured 1.0e-4 against 7.9e-3
+    assert avg.objective(X, y) < last.objective(X, y)
+    np.testing.assert_allclose(avg.predict(X), Phi @ s.w_model[:, 0] + avg.y_offset_[0],
+                               rtol=1e-5, atol=1e-6)
+    Xc, yc_ = _disc()
+    ckw = dict(n_components=50, n_iter=5, engine={"device": "cpu"}, random_state=0)
+    assert RFFSGDClassifier(**ckw).fit(Xc, yc_).solver_.n_averaged == 0  # logistic
+    assert RFFSGDClassifier(loss="square", **ckw).fit(Xc, yc_).solver_.n_averaged > 0
+    assert RFFSGDRegressor(solver="svrg", **ckw).fit(X, y).solver_.n_averaged == 0
+    with pytest.raises(ValueError, match="average=True is only used with solver='sgd'"):
+        RFFSGDRegressor(solver="svrg", average=True, **ckw).fit(X, y)
+
+
 def test_exact_svm_is_libsvm_with_mapped_gamma():
     X, y = _disc(200)
     ours = ExactSVMClassifier(reg="0.5/n", bandwidth=0.5).fit(X, y)

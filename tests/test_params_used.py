@@ -45,7 +45,7 @@ CANDIDATES = {
     "block_size": [4], "n_iter": [5], "eta0": [0.05, 0.3], "eta": [0.05], "t0": [2.0],
     "n_new": [2], "n_reuse": [2, 0], "max_step_ratio": [0.3, None], "subsample_size": [20],
     "tau": [0.5], "n_components": [7, 30], "eig_method": ["randomized", "eigh"],
-    "average": [False], "max_n": [10, 10_000], "epsilon": [0.5], "tol": [0.3], "max_terms": [6],
+    "average": [False, True], "max_n": [10, 10_000], "epsilon": [0.5], "tol": [0.3], "max_terms": [6],
     "rcond": [0.5], "cache_size": [50], "svrg_inner": [3], "random_state": [1],
     "warm_start": [True], "verbose": [0, 1], "engine": [{"dtype": "float32"}, {"dtype": "float64"}],
 }

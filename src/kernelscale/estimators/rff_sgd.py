@@ -45,6 +45,12 @@ batch_size : "auto" or int >= 1, default="auto"
     memory budget (``solvers.rff_sgd.auto_batch_size``). Fitted: ``batch_size_``.
 svrg_inner : "epoch" or int >= 1, default="epoch"
     Steps between SVRG snapshots; "epoch": one pass (``solver="svrg"`` only).
+average : "auto" or bool, default="auto"
+    Predict with the mean of the last half to three quarters of the SGD iterates (tail
+    averaging; ``solver="sgd"`` only). "auto": True for the square loss, whose averaged
+    constant-step SGD converges to the minimiser (Bach & Moulines, "Non-strongly-convex smooth
+    stochastic approximation with convergence rate O(1/n)", NIPS 2013), else False. Fitted:
+    ``solver_.n_averaged``.
 %(n_iter)s
     "auto": 20 epochs.
 %(iterative_common)s
@@ -68,12 +74,14 @@ class _RFFSGDBase(LossMixin, IterativeEstimator):
     _sparse_gpu = True
     _rules = {"solver": OneOf("sgd", "svrg"), "n_components": Int(1, "auto"), "reg": REG,
               "eta0": Real(0, "auto", strict=True), "batch_size": Int(1, "auto"),
-              "svrg_inner": Int(1, "epoch"), "n_iter": ITERS}
+              "svrg_inner": Int(1, "epoch"), "average": OneOf("auto", True, False), "n_iter": ITERS}
     _used_only = {"svrg_inner": ("with solver='svrg'", ("solver",),
-                                 lambda p: p["solver"] == "svrg")}
+                                 lambda p: p["solver"] == "svrg"),
+                  "average": ("with solver='sgd'", ("solver",), lambda p: p["solver"] == "sgd")}
 
     def __init__(self, loss=None, solver="sgd", n_components="auto", reg="auto", eta0="auto",
-                 batch_size="auto", svrg_inner="epoch", n_iter="auto", kernel="gaussian",
+                 batch_size="auto", svrg_inner="epoch", average="auto", n_iter="auto",
+                 kernel="gaussian",
                  bandwidth="auto", warm_start=False, random_state=None, engine=None, verbose=0):
         store_params(self, locals())
 
@@ -94,7 +102,9 @@ class _RFFSGDBase(LossMixin, IterativeEstimator):
         inner = per_epoch if self.svrg_inner == "epoch" else int(self.svrg_inner)
         self.solver_ = RFFSGD(blocks, loss, Y.shape[1], reg=self.reg_, solver=self.solver,
                               eta0=self.eta0, inner=inner, xp=xp, batch_size=self.batch_size_,
-                              X_sample=RFFSGD.sample_rows(X, self.seed_))
+                              X_sample=RFFSGD.sample_rows(X, self.seed_),
+                              average=(loss.name == "square" if self.average == "auto"
+                                       else bool(self.average)))
         self.eta0_ = self.solver_.eta0
 
     def _fit_solver(self, X, Y):

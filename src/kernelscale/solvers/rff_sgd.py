@@ -32,7 +32,7 @@ import numpy as np
 from ..backend import asarray
 from ..budget import batch_bytes
 from ..stream import check_finite_rows, iter_row_chunks
-from ._common import DeviceState, FourierModel, take_rows
+from ._common import DeviceState, FourierModel, TailAverage, take_rows
 from .preconditioners import step_size, subsample_indices
 
 CURVATURE = {"square": 1.0, "logistic": 0.25, "softmax": 0.5, "squared_hinge": 2.0}
@@ -60,14 +60,19 @@ def auto_batch_size(xp: ModuleType, n_components: int, n_features_in: int, dtype
     return m
 
 
-class RFFSGD(FourierModel, DeviceState):
+class RFFSGD(FourierModel, TailAverage, DeviceState):
     """Linear model W (D x C) on one block of D random Fourier features, trained by SGD or SVRG
-    (module docstring); ``data`` holds (X, Y) during a fit for SVRG's full gradient."""
+    (module docstring); ``data`` holds (X, Y) during a fit for SVRG's full gradient.
+    ``average``: SGD's model is ``TailAverage``'s mean of the last half to three quarters of the
+    iterates (Bach & Moulines, "Non-strongly-convex smooth stochastic approximation with
+    convergence rate O(1/n)", NIPS 2013: for the square loss the average of constant-step SGD
+    converges to the minimiser)."""
 
-    _arrays = ("w", "w_snap", "mu")
+    _arrays = ("w", "w_snap", "mu", "sum_before", "sum_since")
 
     def __init__(self, blocks, loss, n_outputs: int, *, reg: float, solver: str, eta0,
-                 inner: int, X_sample, xp: ModuleType, batch_size: int = 1):
+                 inner: int, X_sample, xp: ModuleType, batch_size: int = 1,
+                 average: bool = False):
         self.xp = xp
         self.blocks = blocks
         self.loss = loss
@@ -87,6 +92,8 @@ class RFFSGD(FourierModel, DeviceState):
         self.w_snap = None
         self.mu = None
         self.t = 0
+        self.sum_before, self.sum_since = ((xp.zeros_like(self.w), xp.zeros_like(self.w))
+                                           if average and solver == "sgd" else (None, None))
         self.data = None  # (X, Y) while training; needed by SVRG's full gradient, never pickled
 
     def __getstate__(self):
@@ -128,11 +135,11 @@ class RFFSGD(FourierModel, DeviceState):
         return total / n + self.reg * w
 
     def objective(self, chunk_rows: int = 8192) -> float:
-        """F(W) over the training rows (chunked)."""
-        total = 0.0
+        """F(W) of the model's weights (``w_model``) over the training rows (chunked)."""
+        total, w = 0.0, self.w_model
         for Phi, Yc in self._chunks(chunk_rows):
-            total += float(self.loss.value(Phi @ self.w, Yc).sum())
-        return total / int(self.data[0].shape[0]) + 0.5 * self.reg * float((self.w * self.w).sum())
+            total += float(self.loss.value(Phi @ w, Yc).sum())
+        return total / int(self.data[0].shape[0]) + 0.5 * self.reg * float((w * w).sum())
 
     def _grad(self, G, m, w):
         """The mini-batch gradient of F at w from G = Phi_B^T loss'(Phi_B w, Y_B)."""
@@ -164,11 +171,20 @@ class RFFSGD(FourierModel, DeviceState):
             g = g - self._grad(G_snap, m, self.w_snap) + self.mu
         eta = self.eta0 if svrg else self.eta0 / (1.0 + self.reg * self.eta0 * self.t)
         self.w -= eta * g
+        self._average_in(self.w)
         return {"objective": batch_loss, "step": eta}
 
+    @property
+    def w_model(self):
+        """The weights the model predicts with: the tail mean, or the last iterate (SVRG, no
+        averaging, or no step yet)."""
+        if self.n_averaged == 0:
+            return self.w
+        return (self.sum_before + self.sum_since) / self.n_averaged
+
     def decision(self, A):
-        """f(A) = phi(A) W."""
-        return self.blocks.features(A, 0) @ self.w
+        """f(A) = phi(A) W (W: ``w_model``)."""
+        return self.blocks.features(A, 0) @ self.w_model
 
 
 __all__ = ["RFFSGD"]
