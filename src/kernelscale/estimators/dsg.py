@@ -56,9 +56,8 @@ step_schedule : {"inverse", "theory", "inverse_sqrt", "constant"}, default="inve
     gamma_t = eta0 / (1 + t / t0), eta0 / t (Dai et al. 2014, Alg. 1), eta0 / sqrt(1 + t / t0)
     or eta0 (``solvers.dsg.DSGConfig.step_size``).
 t0 : "auto" or float > 0, default="auto"
-    The offset of the "inverse" and "inverse_sqrt" schedules. "auto": one pass,
-    max(ceil(n / B), 8), with the "eigenpro" step and with a preconditioned step on regression,
-    100 otherwise. Fitted: ``t0_``.
+    Offset of the "inverse" and "inverse_sqrt" schedules. "auto": one pass, max(ceil(n / B), 8),
+    for the "eigenpro" step and regression's block Newton step, else 100. Fitted: ``t0_``.
 n_new, n_reuse : int, default=1
     G >= 1 and U >= 0 of UDSG (``solver="udsg"`` only).
 precondition : "auto", "eigenpro" or bool, default="auto"

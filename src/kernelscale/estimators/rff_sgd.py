@@ -46,11 +46,8 @@ batch_size : "auto" or int >= 1, default="auto"
 svrg_inner : "epoch" or int >= 1, default="epoch"
     Steps between SVRG snapshots; "epoch": one pass (``solver="svrg"`` only).
 average : "auto" or bool, default="auto"
-    Predict with the mean of the last half to three quarters of the SGD iterates (tail
-    averaging; ``solver="sgd"`` only). "auto": True for the square loss, whose averaged
-    constant-step SGD converges to the minimiser (Bach & Moulines, "Non-strongly-convex smooth
-    stochastic approximation with convergence rate O(1/n)", NIPS 2013), else False. Fitted:
-    ``solver_.n_averaged``.
+    Predict with the tail mean of the SGD iterates (``solver="sgd"`` only); "auto": True for the
+    square loss (``solvers.rff_sgd.RFFSGD``). Fitted: ``solver_.n_averaged``.
 %(n_iter)s
     "auto": 20 epochs.
 %(iterative_common)s
@@ -73,16 +70,15 @@ class _RFFSGDBase(LossMixin, IterativeEstimator):
     _auto_epochs = 20
     _sparse_gpu = True
     _rules = {"solver": OneOf("sgd", "svrg"), "n_components": Int(1, "auto"), "reg": REG,
-              "eta0": Real(0, "auto", strict=True), "batch_size": Int(1, "auto"),
-              "svrg_inner": Int(1, "epoch"), "average": OneOf("auto", True, False), "n_iter": ITERS}
-    _used_only = {"svrg_inner": ("with solver='svrg'", ("solver",),
-                                 lambda p: p["solver"] == "svrg"),
-                  "average": ("with solver='sgd'", ("solver",), lambda p: p["solver"] == "sgd")}
+              "eta0": Real(0, "auto", strict=True), "batch_size": Int(1, "auto"), "n_iter": ITERS,
+              "svrg_inner": Int(1, "epoch"), "average": OneOf("auto", True, False)}
+    _used_only = {name: (f"with solver={s!r}", ("solver",), lambda p, s=s: p["solver"] == s)
+                  for name, s in (("svrg_inner", "svrg"), ("average", "sgd"))}
 
     def __init__(self, loss=None, solver="sgd", n_components="auto", reg="auto", eta0="auto",
                  batch_size="auto", svrg_inner="epoch", average="auto", n_iter="auto",
-                 kernel="gaussian",
-                 bandwidth="auto", warm_start=False, random_state=None, engine=None, verbose=0):
+                 kernel="gaussian", bandwidth="auto", warm_start=False, random_state=None,
+                 engine=None, verbose=0):
         store_params(self, locals())
 
     def _init_solver(self, X, Y):
@@ -102,9 +98,7 @@ class _RFFSGDBase(LossMixin, IterativeEstimator):
         inner = per_epoch if self.svrg_inner == "epoch" else int(self.svrg_inner)
         self.solver_ = RFFSGD(blocks, loss, Y.shape[1], reg=self.reg_, solver=self.solver,
                               eta0=self.eta0, inner=inner, xp=xp, batch_size=self.batch_size_,
-                              X_sample=RFFSGD.sample_rows(X, self.seed_),
-                              average=(loss.name == "square" if self.average == "auto"
-                                       else bool(self.average)))
+                              X_sample=RFFSGD.sample_rows(X, self.seed_), average=self.average)
         self.eta0_ = self.solver_.eta0
 
     def _fit_solver(self, X, Y):
@@ -123,11 +117,7 @@ class _RFFSGDBase(LossMixin, IterativeEstimator):
         X = check_X(self, X, reset=False)
         Y = self._encode(y)
         self._xp(fitting=False)
-        self.solver_.data = (X, Y)
-        try:
-            return self.solver_.objective()
-        finally:
-            self.solver_.data = None
+        return self.solver_.objective((X, Y))
 
 
 @fill_doc(**_RFF_DOCS, example="n_components=100, n_iter=8, random_state=0")

@@ -123,6 +123,11 @@ class TailAverage:
         """Iterates in the tail mean (0: the model is the last iterate)."""
         return self.n_before + self.n_since if self.sum_since is not None else 0
 
+    def tail_mean(self, last):
+        """The tail mean of the iterates, or ``last`` (no averaging, or no step yet)."""
+        n = self.n_averaged
+        return last if n == 0 else (self.sum_before + self.sum_since) / n
+
 
 def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
     """The whole of X on namespace ``xp``, read in row chunks; on-disk rows are checked for NaN/inf

@@ -167,11 +167,8 @@ class RFFEigenPro(FourierModel, TailAverage, DeviceState):
 
     @property
     def w_model(self):
-        """The weights the model predicts with: the tail mean, or the last iterate (no
-        averaging, or no step yet)."""
-        if self.n_averaged == 0:
-            return self.w
-        return (self.sum_before + self.sum_since) / self.n_averaged
+        """The weights the model predicts with: ``tail_mean`` of ``w``."""
+        return self.tail_mean(self.w)
 
     def decision(self, A):
         """f(A) = phi(A) w (w: ``w_model``)."""

@@ -63,16 +63,16 @@ def auto_batch_size(xp: ModuleType, n_components: int, n_features_in: int, dtype
 class RFFSGD(FourierModel, TailAverage, DeviceState):
     """Linear model W (D x C) on one block of D random Fourier features, trained by SGD or SVRG
     (module docstring); ``data`` holds (X, Y) during a fit for SVRG's full gradient.
-    ``average``: SGD's model is ``TailAverage``'s mean of the last half to three quarters of the
-    iterates (Bach & Moulines, "Non-strongly-convex smooth stochastic approximation with
-    convergence rate O(1/n)", NIPS 2013: for the square loss the average of constant-step SGD
-    converges to the minimiser)."""
+    ``average`` (True, False or "auto": True for the square loss): SGD's model is
+    ``TailAverage``'s mean of the last half to three quarters of the iterates (Bach & Moulines,
+    "Non-strongly-convex smooth stochastic approximation with convergence rate O(1/n)", NIPS 2013:
+    for the square loss the average of constant-step SGD converges to the minimiser)."""
 
     _arrays = ("w", "w_snap", "mu", "sum_before", "sum_since")
 
     def __init__(self, blocks, loss, n_outputs: int, *, reg: float, solver: str, eta0,
                  inner: int, X_sample, xp: ModuleType, batch_size: int = 1,
-                 average: bool = False):
+                 average="auto"):
         self.xp = xp
         self.blocks = blocks
         self.loss = loss
@@ -92,8 +92,10 @@ class RFFSGD(FourierModel, TailAverage, DeviceState):
         self.w_snap = None
         self.mu = None
         self.t = 0
-        self.sum_before, self.sum_since = ((xp.zeros_like(self.w), xp.zeros_like(self.w))
-                                           if average and solver == "sgd" else (None, None))
+        if average == "auto":
+            average = loss.name == "square"
+        zeros = (xp.zeros_like(self.w), xp.zeros_like(self.w))
+        self.sum_before, self.sum_since = zeros if average and solver == "sgd" else (None, None)
         self.data = None  # (X, Y) while training; needed by SVRG's full gradient, never pickled
 
     def __getstate__(self):
@@ -113,9 +115,10 @@ class RFFSGD(FourierModel, TailAverage, DeviceState):
         eta0="auto" are estimated."""
         return take_rows(X, subsample_indices(int(X.shape[0]), size, seed))
 
-    def _chunks(self, chunk_rows: int, check: bool = False):
-        """(Phi, Y) of the training rows, chunk by chunk (``check``: on-disk rows checked)."""
-        X, Y = self.data
+    def _chunks(self, chunk_rows: int, check: bool = False, data=None):
+        """(Phi, Y) of the training rows (or of ``data``), chunk by chunk (``check``: on-disk rows
+        checked)."""
+        X, Y = data or self.data
         for lo, block in iter_row_chunks(X, chunk_rows):
             if check:
                 check_finite_rows(block, lo, "X")
@@ -134,12 +137,12 @@ class RFFSGD(FourierModel, TailAverage, DeviceState):
                 total += Phi.T @ self.loss.deriv(Phi @ w, Yc)
         return total / n + self.reg * w
 
-    def objective(self, chunk_rows: int = 8192) -> float:
-        """F(W) of the model's weights (``w_model``) over the training rows (chunked)."""
+    def objective(self, data, chunk_rows: int = 8192) -> float:
+        """F(W) of the model's weights (``w_model``) on ``data`` = (X, Y) (chunked)."""
         total, w = 0.0, self.w_model
-        for Phi, Yc in self._chunks(chunk_rows):
+        for Phi, Yc in self._chunks(chunk_rows, data=data):
             total += float(self.loss.value(Phi @ w, Yc).sum())
-        return total / int(self.data[0].shape[0]) + 0.5 * self.reg * float((w * w).sum())
+        return total / int(data[0].shape[0]) + 0.5 * self.reg * float((w * w).sum())
 
     def _grad(self, G, m, w):
         """The mini-batch gradient of F at w from G = Phi_B^T loss'(Phi_B w, Y_B)."""
@@ -176,11 +179,8 @@ class RFFSGD(FourierModel, TailAverage, DeviceState):
 
     @property
     def w_model(self):
-        """The weights the model predicts with: the tail mean, or the last iterate (SVRG, no
-        averaging, or no step yet)."""
-        if self.n_averaged == 0:
-            return self.w
-        return (self.sum_before + self.sum_since) / self.n_averaged
+        """The weights the model predicts with: ``tail_mean`` of ``w``."""
+        return self.tail_mean(self.w)
 
     def decision(self, A):
         """f(A) = phi(A) W (W: ``w_model``)."""
