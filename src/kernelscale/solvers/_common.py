@@ -65,25 +65,6 @@ class DeviceState:
         self.xp = np
 
 
-class FourierModel:
-    """Mixin for a linear model on one ``FourierBlocks`` block (``blocks``): its feature count,
-    one step's working set and the move of the blocks with the arrays."""
-
-    @property
-    def block_size(self) -> int:
-        return self.blocks.F
-
-    def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
-        """One step's working set (``training``): ``budget.batch_bytes``."""
-        return batch_bytes(batch_size, n_features, self.blocks.F, self.blocks.dtype)
-
-    def to(self, xp):
-        """Move the weights and the feature blocks to namespace ``xp``."""
-        if self.blocks.xp is not xp:
-            self.blocks.to(xp)
-        return super().to(xp)
-
-
 class TailAverage:
     """Mixin: the suffix average of Rakhlin, Shamir & Sridharan, "Making gradient descent optimal
     for strongly convex stochastic optimization", ICML 2012 (the mean of the last alpha T of T
@@ -123,10 +104,36 @@ class TailAverage:
         """Iterates in the tail mean (0: the model is the last iterate)."""
         return self.n_before + self.n_since if self.sum_since is not None else 0
 
-    def tail_mean(self, last):
-        """The tail mean of the iterates, or ``last`` (no averaging, or no step yet)."""
+
+class FourierModel(TailAverage):
+    """Mixin for a linear model w on one ``FourierBlocks`` block (``blocks``): its feature count,
+    one step's working set, the move of the blocks with the arrays, and its prediction with
+    ``w_model`` (the tail mean of the iterates where ``sum_since`` is kept, else w)."""
+
+    @property
+    def block_size(self) -> int:
+        return self.blocks.F
+
+    def work_bytes(self, batch_size: int, n_rows: int, n_features: int) -> int:
+        """One step's working set (``training``): ``budget.batch_bytes``."""
+        return batch_bytes(batch_size, n_features, self.blocks.F, self.blocks.dtype)
+
+    def to(self, xp):
+        """Move the weights and the feature blocks to namespace ``xp``."""
+        if self.blocks.xp is not xp:
+            self.blocks.to(xp)
+        return super().to(xp)
+
+    @property
+    def w_model(self):
+        """The weights the model predicts with: the tail mean, or the last iterate w (no
+        averaging, or no step yet)."""
         n = self.n_averaged
-        return last if n == 0 else (self.sum_before + self.sum_since) / n
+        return self.w if n == 0 else (self.sum_before + self.sum_since) / n
+
+    def decision(self, A):
+        """f(A) = phi(A) ``w_model``."""
+        return self.blocks.features(A, 0) @ self.w_model
 
 
 def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..backend import asarray
-from ._common import DeviceState, FourierModel, TailAverage, kernel_apply, take_rows
+from ._common import DeviceState, FourierModel, kernel_apply, take_rows
 from .preconditioners import (
     KernelPreconditioner,
     PrimalPreconditioner,
@@ -108,7 +108,7 @@ class KernelEigenPro(DeviceState):
         return kernel_apply(self.kernel, A, self.X, self.alpha, self.xp)
 
 
-class RFFEigenPro(FourierModel, TailAverage, DeviceState):
+class RFFEigenPro(FourierModel, DeviceState):
     """EigenPro on random Fourier features (Ma & Belkin 2017, Algorithm EigenPro with phi = RFF):
     a linear model w (D x C) on phi(x) from ``FourierBlocks`` (one block of D features), updated by
         g = Phi_B^T (Phi_B w - Y_B) / m,   w -= eta P g,
@@ -164,15 +164,6 @@ class RFFEigenPro(FourierModel, TailAverage, DeviceState):
         self.w -= batch_step(self.eta, p.beta, p.lam_next, self.batch_size, int(m)) * p.apply(g)
         self._average_in(self.w)
         return {"objective": objective}
-
-    @property
-    def w_model(self):
-        """The weights the model predicts with: ``tail_mean`` of ``w``."""
-        return self.tail_mean(self.w)
-
-    def decision(self, A):
-        """f(A) = phi(A) w (w: ``w_model``)."""
-        return self.blocks.features(A, 0) @ self.w_model
 
 
 __all__ = ["KernelEigenPro", "RFFEigenPro", "batch_step", "choose_batch_and_step"]

@@ -32,7 +32,7 @@ import numpy as np
 from ..backend import asarray
 from ..budget import batch_bytes
 from ..stream import check_finite_rows, iter_row_chunks
-from ._common import DeviceState, FourierModel, TailAverage, take_rows
+from ._common import DeviceState, FourierModel, take_rows
 from .preconditioners import step_size, subsample_indices
 
 CURVATURE = {"square": 1.0, "logistic": 0.25, "softmax": 0.5, "squared_hinge": 2.0}
@@ -60,7 +60,7 @@ def auto_batch_size(xp: ModuleType, n_components: int, n_features_in: int, dtype
     return m
 
 
-class RFFSGD(FourierModel, TailAverage, DeviceState):
+class RFFSGD(FourierModel, DeviceState):
     """Linear model W (D x C) on one block of D random Fourier features, trained by SGD or SVRG
     (module docstring); ``data`` holds (X, Y) during a fit for SVRG's full gradient.
     ``average`` (True, False or "auto": True for the square loss): SGD's model is
@@ -176,15 +176,6 @@ class RFFSGD(FourierModel, TailAverage, DeviceState):
         self.w -= eta * g
         self._average_in(self.w)
         return {"objective": batch_loss, "step": eta}
-
-    @property
-    def w_model(self):
-        """The weights the model predicts with: ``tail_mean`` of ``w``."""
-        return self.tail_mean(self.w)
-
-    def decision(self, A):
-        """f(A) = phi(A) W (W: ``w_model``)."""
-        return self.blocks.features(A, 0) @ self.w_model
 
 
 __all__ = ["RFFSGD"]
