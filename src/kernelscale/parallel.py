@@ -6,6 +6,7 @@ process may run on. cupy arrays are passed through whole (one kernel launch per 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -54,6 +55,14 @@ def _get_pool(k: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def _run_parts(run: Callable[[int], None], k: int) -> None:
+    """run(0) on this thread and run(1) ... run(k - 1) on the pool; exceptions propagate."""
+    futures = [_get_pool(k - 1).submit(run, p) for p in range(1, k)]
+    run(0)
+    for f in futures:
+        f.result()
+
+
 def rowwise(fn: Callable[[object, int, int], None], Z):
     """Call ``fn(Z[lo:hi], lo, hi)`` over row tiles of ``Z`` (in place; returns ``Z``); ``fn``
     must only touch its rows (writes to its tile, reads of row-aligned inputs). numpy: tiles of
@@ -71,9 +80,55 @@ def rowwise(fn: Callable[[object, int, int], None], Z):
             hi = min(stop, lo + tile)
             fn(Z[lo:hi], lo, hi)
 
-    # part 0 on this thread, the others (if any) on the pool; exceptions propagate from result()
-    futures = [_get_pool(k - 1).submit(run, p) for p in range(1, k)]
-    run(0)
-    for f in futures:
-        f.result()
+    _run_parts(run, k)
     return Z
+
+
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limiter = None
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS at one thread inside, where the ``parallel`` threads are several (they run the
+    products themselves; BLAS threads left spinning between calls would take their cores).
+    Counted, so that nested calls and calls from several threads restore the original setting
+    once, after the last."""
+    global _blas_users, _blas_limiter
+    from threadpoolctl import ThreadpoolController
+
+    if get_threads() == 1:
+        yield
+        return
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_limiter = ThreadpoolController().limit(limits=1, user_api="blas")
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limiter.restore_original_limits()
+
+
+def blockwise(fn: Callable[[int, int], None], n: int, rows: int) -> None:
+    """Call ``fn(lo, hi)`` over ceil(n / rows) blocks of rows of (nearly) equal size, on up to
+    ``get_threads()`` threads, BLAS at one thread each while more than one runs. The blocks
+    depend on n and rows only, so a result assembled per block is the same at any thread count;
+    ``fn`` must only write its own rows."""
+    count = max(1, -(-n // max(1, rows)))
+    bounds = [n * b // count for b in range(count + 1)]
+    k = min(get_threads(), count)
+
+    def run(part: int) -> None:
+        for b in range(part, count, k):
+            fn(bounds[b], bounds[b + 1])
+
+    if k == 1:
+        run(0)
+        return
+    with one_blas_thread():
+        _run_parts(run, k)

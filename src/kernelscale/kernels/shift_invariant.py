@@ -134,6 +134,15 @@ class Kernel:
     def _matrix(self, X, Y, xp):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def tile_rows(self, A):
+        """Dense host rows A in the form ``tile`` takes (here: A itself)."""
+        return A
+
+    def tile(self, A_rows, C):
+        """K(A, C) for ``A_rows = tile_rows(A)`` and a small dense host block C, on this
+        thread (a cache-sized tile of ``solvers._common.kernel_apply``)."""
+        return self._matrix(A_rows, C, np)
+
     def sample_frequencies(self, d: int, n: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` frequencies w ~ p(w) as a (d, n) float64 host array."""
         raise NotImplementedError  # pragma: no cover - abstract
@@ -146,6 +155,27 @@ class Gaussian(Kernel):
 
     def _matrix(self, X, Y, xp):
         return _sq_euclidean(X, Y, xp, exp_scale=-0.5 / self.bandwidth**2)
+
+    def tile_rows(self, A):
+        """[-2s A, s ||a||^2, 1] with s = -1 / (2 sigma^2)."""
+        s = -0.5 / self.bandwidth**2
+        return np.hstack([(-2.0 * s) * A, s * (A * A).sum(axis=1, keepdims=True),
+                          np.ones((A.shape[0], 1), dtype=A.dtype)])
+
+    def tile(self, A_rows, C):
+        """exp(min(s ||a - c||^2, 0)): for tiles of many rows, one product of ``A_rows`` with
+        [C, 1, s ||c||^2] (a copy of C); for few rows (d + 2 >= 2 rows), (-2s A) C^T and the
+        two norm terms added."""
+        s, d = -0.5 / self.bandwidth**2, C.shape[1]
+        if d + 2 < 2 * A_rows.shape[0]:
+            K = A_rows @ np.hstack([C, np.ones((C.shape[0], 1), dtype=C.dtype),
+                                    s * (C * C).sum(axis=1, keepdims=True)]).T
+        else:
+            K = A_rows[:, :d] @ C.T
+            K += A_rows[:, d:d + 1]
+            K += s * (C * C).sum(axis=1)
+        np.minimum(K, 0.0, out=K)  # ||a - c||^2 >= 0 against cancellation
+        return np.exp(K, out=K)
 
     def sample_frequencies(self, d, n, rng):
         return rng.standard_normal((d, n)) / self.bandwidth

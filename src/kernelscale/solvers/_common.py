@@ -13,6 +13,7 @@ import numpy as np
 
 from ..backend import asarray, is_sparse, synchronize, to_numpy
 from ..budget import batch_bytes
+from ..parallel import blockwise
 from ..stream import (  # noqa: F401 (re-exported)
     check_finite_rows,
     is_csr_store,
@@ -23,6 +24,11 @@ from ..stream import (  # noqa: F401 (re-exported)
 
 # Bytes allowed for one kernel block K(A, centres): bounds memory independently of n.
 KERNEL_BLOCK_BYTES = 128 * 2**20
+# On the host: rows of A per pass over the centres, centres per thread's chunk, and bytes of one
+# kernel tile (within a core's L2)
+ROW_BLOCK = 1024
+CHUNK_COLS = 2048
+TILE_BYTES = 2**20
 
 
 class DeviceState:
@@ -154,18 +160,58 @@ def load_rows(X, xp: ModuleType, dtype, chunk_rows: int = 65536):
     return xp.concatenate(parts)
 
 
-def kernel_apply(kernel, A, centers, coef, xp: ModuleType):
-    """K(A, centers) @ coef without holding more than ``KERNEL_BLOCK_BYTES`` of kernel values
-    (zeros for no centres)."""
-    n_c = int(centers.shape[0])
-    step_c = max(1, KERNEL_BLOCK_BYTES // max(1, A.shape[0] * np.dtype(A.dtype).itemsize))
-    out = None
-    for lo in range(0, n_c, step_c):
-        part = kernel(A, centers[lo:lo + step_c]) @ coef[lo:lo + step_c]
-        out = part if out is None else out + part
-    if out is None:
-        out = xp.zeros((A.shape[0], coef.shape[1]), dtype=A.dtype)
-    return out
+def kernel_apply(kernel, A, centers, coef, xp: ModuleType, keep=None):
+    """K(A, centers) @ coef (zeros for no centres); with ``keep`` (sorted indices into
+    ``centers``) the pair (K(A, centers) @ coef, K(A, centers[keep])).
+
+    Dense host arrays: for each block of at most ``ROW_BLOCK`` rows of A, the centres are split
+    into chunks of ``CHUNK_COLS`` (at least one tile) shared out over the ``parallel`` threads; a
+    thread forms its
+    chunk's kernel values in tiles of ``TILE_BYTES`` (``Kernel.tile``), each multiplied by its
+    rows of coef and dropped. The chunks' sums are added in chunk order, so the result does not
+    depend on the thread count. GPU and sparse arrays: blocks of ``KERNEL_BLOCK_BYTES``.
+    """
+    m, n_c = int(A.shape[0]), int(centers.shape[0])
+    dtype = np.result_type(A.dtype, centers.dtype, coef.dtype)
+    item = np.dtype(np.result_type(A.dtype, centers.dtype)).itemsize
+    out = xp.zeros((m, int(coef.shape[1])), dtype=dtype)
+    kept = None if keep is None else xp.empty((m, len(keep)), dtype=dtype)
+    keep_host = None if keep is None else to_numpy(keep)
+
+    def add_tiles(rows, A_rows, lo, hi, part, tile_bytes, acc):
+        """acc += K(A[rows], centers[lo:hi]) coef[lo:hi], formed by ``part`` in blocks of at
+        most ``tile_bytes``; the kept columns are copied out."""
+        step = max(1, tile_bytes // ((rows.stop - rows.start) * item))
+        for j in range(lo, hi, step):
+            K = part(A_rows, centers[j:min(hi, j + step)])
+            acc += K @ coef[j:j + K.shape[1]]
+            if kept is not None:
+                a, b = np.searchsorted(keep_host, (j, j + K.shape[1]))
+                if a < b:
+                    kept[rows, a:b] = K.take(keep[a:b] - j, axis=1)
+
+    if m == 0:
+        pass
+    elif xp is not np or is_sparse(A) or is_sparse(centers):
+        add_tiles(slice(0, m), A, 0, n_c, kernel, KERNEL_BLOCK_BYTES, out)
+    else:
+        count = -(-m // ROW_BLOCK)
+        for r in range(count):
+            rows = slice(m * r // count, m * (r + 1) // count)
+            A_rows = kernel.tile_rows(A[rows])
+            width = max(CHUNK_COLS, TILE_BYTES // ((rows.stop - rows.start) * item))
+            chunks = range(0, n_c, width)
+            sums = np.zeros((len(chunks), rows.stop - rows.start, out.shape[1]), dtype=dtype)
+
+            def run(c0, c1, rows=rows, A_rows=A_rows, sums=sums, chunks=chunks, width=width):
+                for c in range(c0, c1):
+                    hi = min(n_c, chunks[c] + width)
+                    add_tiles(rows, A_rows, chunks[c], hi, kernel.tile, TILE_BYTES, sums[c])
+
+            blockwise(run, len(chunks), 1)
+            for part in sums:  # in chunk order
+                out[rows] += part
+    return out if keep is None else (out, kept)
 
 
 # The watch's thresholds (``DivergenceWatch``; reasons: docs/design.md, "The overshoot check")

@@ -11,9 +11,13 @@ without a preconditioner (plain SGD with the same step-size rule) - the comparis
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from types import ModuleType
 
+import numpy as np
+
 from ..backend import asarray
+from ..parallel import one_blas_thread
 from ._common import DeviceState, FourierModel, kernel_apply, take_rows
 from .preconditioners import (
     KernelPreconditioner,
@@ -23,7 +27,7 @@ from .preconditioners import (
 )
 
 PROBE_ROWS = 2000  # rows (besides the subsample) on which beta is estimated
-BATCH_BLOCK_BYTES = 256 * 2**20  # the (m x n) kernel block of a kernel-EigenPro step, at most
+BATCH_BLOCK_BYTES = 256 * 2**20  # caps a kernel-EigenPro batch m: m n kernel values, at most
 # the paper's mini-batch for every iterative method (Ma & Belkin 2017, §6): the "auto" floor
 MIN_AUTO_BATCH = 256
 
@@ -93,14 +97,15 @@ class KernelEigenPro(DeviceState):
         step}."""
         xp = self.xp
         idx = xp.asarray(idx)
-        K_B = self.kernel(Xb, self.X)  # (m, n)
-        r = K_B @ self.alpha - self.Y[idx]
-        m = r.shape[0]
-        eta = batch_step(self.eta, self.precond.beta, self.precond.lam_next, self.batch_size, m)
-        self.alpha[idx] -= (eta / m) * r
-        corr = self.precond.correction(K_B[:, self.sub_idx].T @ r)
-        if corr is not None:
-            self.alpha[self.sub_idx] += (eta / m) * corr
+        with one_blas_thread() if xp is np else nullcontext():
+            f_B, K_BS = kernel_apply(self.kernel, Xb, self.X, self.alpha, xp, keep=self.sub_idx)
+            r = f_B - self.Y[idx]
+            m = r.shape[0]
+            eta = batch_step(self.eta, self.precond.beta, self.precond.lam_next, self.batch_size, m)
+            self.alpha[idx] -= (eta / m) * r
+            corr = self.precond.correction(K_BS.T @ r)
+            if corr is not None:
+                self.alpha[self.sub_idx] += (eta / m) * corr
         return {"objective": float((r * r).mean())}
 
     def decision(self, A):
