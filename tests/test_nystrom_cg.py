@@ -121,3 +121,27 @@ def test_bad_cg_settings_fail_in_one_line(data, params, match):
     with pytest.raises(ValueError, match=match) as e:
         NystromRidgeRegressor(n_components=50, **params).fit(X[:200], Y[:200])
     assert "\n" not in str(e.value)
+
+
+def test_a_cg_pass_is_k_transpose_k_v_at_any_thread_count():
+    from kernelscale import parallel
+    from kernelscale.kernels import make_kernel
+    from kernelscale.solvers.nystrom import GROUP_PIECES, HOST_PIECE_BYTES, _KernelProducts
+
+    rng = np.random.default_rng(3)
+    Z, V = rng.standard_normal((500, 6)), rng.standard_normal((500, 2))
+    rows = 2 * GROUP_PIECES * (HOST_PIECE_BYTES // (500 * 8)) + 123  # three groups of pieces
+    X, Y = rng.standard_normal((rows, 6)), rng.standard_normal((rows, 2))
+    k = make_kernel("gaussian", 2.0)
+    K = k(X, Z)
+    try:
+        out = {}
+        for t in (1, 2):
+            parallel.set_threads(t)
+            out[t] = (_KernelProducts(k, Z, V, np.float64, np)(X),
+                      _KernelProducts(k, Z, None, np.float64, np)(X, Y))
+    finally:
+        parallel.set_threads(None)
+    assert np.allclose(out[1][0], K.T @ (K @ V), rtol=1e-10)
+    assert np.allclose(out[1][1], K.T @ Y, rtol=1e-10, atol=1e-9)
+    assert all(np.array_equal(a, b) for a, b in zip(out[1], out[2]))

@@ -89,21 +89,23 @@ _blas_users = 0
 _blas_limiter = None
 
 
-@contextlib.contextmanager
-def one_blas_thread():
-    """BLAS at one thread inside, where the ``parallel`` threads are several (they run the
-    products themselves; BLAS threads left spinning between calls would take their cores).
-    Counted, so that nested calls and calls from several threads restore the original setting
-    once, after the last."""
-    global _blas_users, _blas_limiter
+@functools.cache
+def _blas_controller():
     from threadpoolctl import ThreadpoolController
 
-    if get_threads() == 1:
-        yield
-        return
+    return ThreadpoolController()
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS at one thread inside: host kernel products take their parallelism from the
+    ``parallel`` threads (``blockwise``), so their BLAS calls give the same bits whatever the
+    thread count, and no BLAS threads spin on the cores between calls. Counted, so that nested
+    calls and calls from several threads restore the original setting once, after the last."""
+    global _blas_users, _blas_limiter
     with _blas_lock:
         if _blas_users == 0:
-            _blas_limiter = ThreadpoolController().limit(limits=1, user_api="blas")
+            _blas_limiter = _blas_controller().limit(limits=1, user_api="blas")
         _blas_users += 1
     try:
         yield
@@ -116,9 +118,9 @@ def one_blas_thread():
 
 def blockwise(fn: Callable[[int, int], None], n: int, rows: int) -> None:
     """Call ``fn(lo, hi)`` over ceil(n / rows) blocks of rows of (nearly) equal size, on up to
-    ``get_threads()`` threads, BLAS at one thread each while more than one runs. The blocks
-    depend on n and rows only, so a result assembled per block is the same at any thread count;
-    ``fn`` must only write its own rows."""
+    ``get_threads()`` threads, BLAS at one thread (``one_blas_thread``). The blocks depend on n
+    and rows only, so a result assembled per block is the same at any thread count; ``fn`` must
+    only write its own rows."""
     count = max(1, -(-n // max(1, rows)))
     bounds = [n * b // count for b in range(count + 1)]
     k = min(get_threads(), count)
@@ -127,8 +129,5 @@ def blockwise(fn: Callable[[int, int], None], n: int, rows: int) -> None:
         for b in range(part, count, k):
             fn(bounds[b], bounds[b + 1])
 
-    if k == 1:
-        run(0)
-        return
     with one_blas_thread():
         _run_parts(run, k)

@@ -98,14 +98,17 @@ class KernelEigenPro(DeviceState):
         xp = self.xp
         idx = xp.asarray(idx)
         with one_blas_thread() if xp is np else nullcontext():
-            f_B, K_BS = kernel_apply(self.kernel, Xb, self.X, self.alpha, xp, keep=self.sub_idx)
+            if self.precond.U is None:  # no preconditioner (k = 0): plain SGD
+                f_B, K_BS = kernel_apply(self.kernel, Xb, self.X, self.alpha, xp), None
+            else:
+                f_B, K_BS = kernel_apply(self.kernel, Xb, self.X, self.alpha, xp,
+                                         keep=self.sub_idx)
             r = f_B - self.Y[idx]
             m = r.shape[0]
             eta = batch_step(self.eta, self.precond.beta, self.precond.lam_next, self.batch_size, m)
             self.alpha[idx] -= (eta / m) * r
-            corr = self.precond.correction(K_BS.T @ r)
-            if corr is not None:
-                self.alpha[self.sub_idx] += (eta / m) * corr
+            if K_BS is not None:
+                self.alpha[self.sub_idx] += (eta / m) * self.precond.correction(K_BS.T @ r)
         return {"objective": float((r * r).mean())}
 
     def decision(self, A):

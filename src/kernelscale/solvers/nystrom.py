@@ -32,13 +32,15 @@ from types import ModuleType
 import numpy as np
 import scipy.linalg
 
-from ..backend import asarray, to_numpy
+from ..backend import asarray, is_sparse, to_numpy
+from ..parallel import blockwise
 from ..stream import check_finite_rows, iter_row_chunks
 from ._common import DeviceState, kernel_apply
 from .rb_cg import conjugate_gradients
 
 METHODS = ("direct", "cg")
 HOST_PIECE_BYTES = 4 << 20  # kernel values per piece of a CG pass on the host (docs/design.md)
+GROUP_PIECES = 8  # pieces per thread's share of a CG pass on the host
 KERNEL_VALUE_FLOPS = 250  # a kernel value's exp and memory traffic, in GEMM flops (docs/design.md)
 
 
@@ -154,21 +156,41 @@ class _NormalBlock:
 
 class _KernelProducts:
     """K_b^T (K_b V), or K_b^T Y_b for V None, of one row block b, K_b = k(X_b, Z): a picklable
-    task for the dask cluster and the local loop alike."""
+    task for the dask cluster and the local loop alike. A GPU takes the block whole; the host
+    takes it in pieces of ``HOST_PIECE_BYTES`` of kernel values (dense rows: ``Kernel.tile``),
+    groups of ``GROUP_PIECES`` pieces shared out over the ``parallel`` threads and their sums
+    added in group order (the same bits at any thread count)."""
 
     def __init__(self, kernel, Z, V, dtype, xp):
         self.kernel, self.Z, self.V, self.dtype, self.xp = kernel, Z, V, dtype, xp
 
+    def _piece(self, rows, Yb):
+        xp = self.xp
+        if xp is np and not is_sparse(rows):
+            K = self.kernel.tile(self.kernel.tile_rows(asarray(rows, np, self.dtype)), self.Z)
+        else:
+            K = self.kernel(asarray(rows, xp, self.dtype), self.Z)
+        return K.T @ (K @ self.V if self.V is not None else xp.asarray(Yb, dtype=self.dtype))
+
     def __call__(self, block, Yb=None, lo=0):
         check_finite_rows(block, lo, "X")
-        xp = self.xp
-        # on the host in pieces of HOST_PIECE_BYTES of kernel values; a GPU takes the block whole
-        step = block.shape[0] if xp is not np else max(
-            1, HOST_PIECE_BYTES // (self.Z.shape[0] * np.dtype(self.dtype).itemsize))
-        total = None
-        for a in range(0, block.shape[0], step):
-            K = self.kernel(asarray(block[a:a + step], xp, self.dtype), self.Z)
-            right = (K @ self.V if self.V is not None
-                     else xp.asarray(Yb[a:a + step], dtype=self.dtype))
-            total = K.T @ right if total is None else total + K.T @ right
+        if self.xp is not np:
+            return self._piece(block, Yb)
+        n, m = int(block.shape[0]), int(self.Z.shape[0])
+        step = max(1, HOST_PIECE_BYTES // (m * np.dtype(self.dtype).itemsize))
+        starts = range(0, n, step)
+        groups = range(0, len(starts), GROUP_PIECES)
+        cols = self.V.shape[1] if self.V is not None else Yb.shape[1]
+        sums = np.zeros((max(1, len(groups)), m, cols), dtype=self.dtype)
+
+        def run(g0, g1):
+            for g in range(g0, g1):
+                for a in starts[groups[g]:groups[g] + GROUP_PIECES]:
+                    sums[g] += self._piece(block[a:a + step],
+                                           None if Yb is None else Yb[a:a + step])
+
+        blockwise(run, len(groups), 1)
+        total = sums[0]
+        for part in sums[1:]:  # in group order
+            total += part
         return total
