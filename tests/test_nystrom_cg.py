@@ -144,4 +144,4 @@ def test_a_cg_pass_is_k_transpose_k_v_at_any_thread_count():
         parallel.set_threads(None)
     assert np.allclose(out[1][0], K.T @ (K @ V), rtol=1e-10)
     assert np.allclose(out[1][1], K.T @ Y, rtol=1e-10, atol=1e-9)
-    assert all(np.array_equal(a, b) for a, b in zip(out[1], out[2]))
+    assert all(np.array_equal(a, b) for a, b in zip(out[1], out[2], strict=True))
