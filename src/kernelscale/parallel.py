@@ -1,4 +1,6 @@
-"""Element-wise passes over large host matrices, on several threads and in cache-sized tiles.
+"""Host work on several threads: element-wise passes over large matrices in cache-sized tiles
+(``rowwise``), and blocks of work whose results do not depend on the thread count
+(``blockwise``, BLAS held at one thread: the tiled kernel products).
 
 The thread count follows ``set_threads`` (the CLI's ``--threads`` sets it), default the CPUs this
 process may run on. cupy arrays are passed through whole (one kernel launch per operation).
