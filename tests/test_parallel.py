@@ -122,3 +122,19 @@ def test_blockwise_runs_every_block_once_and_restores_the_blas_threads(threads):
     with pytest.raises(ValueError, match="bad block at"):
         parallel.blockwise(fail, 1000, 256)
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+
+
+def test_kernel_eigenpro_and_nystrom_cg_fit_the_same_model_at_any_thread_count(threads):
+    from kernelscale import EigenProRegressor, NystromRidgeRegressor
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((5000, 5))  # 5,000 centres: three chunks of kernel_apply
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(5000)
+    preds = {}
+    for t in (1, 2):
+        threads(t)
+        ep = EigenProRegressor(n_iter="2 epochs", subsample_size=500, random_state=0).fit(X, y)
+        cg = NystromRidgeRegressor(n_components=1200, solver="cg", n_iter=10,
+                                   random_state=0).fit(X, y)
+        preds[t] = (ep.predict(X[:300]), cg.predict(X[:300]))
+    assert np.array_equal(preds[1][0], preds[2][0]) and np.array_equal(preds[1][1], preds[2][1])
