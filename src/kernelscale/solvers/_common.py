@@ -209,8 +209,7 @@ def kernel_apply(kernel, A, centers, coef, xp: ModuleType, keep=None):
                     add_tiles(rows, A_rows, chunks[c], hi, kernel.tile, TILE_BYTES, sums[c])
 
             blockwise(run, len(chunks), 1)
-            for part in sums:  # in chunk order
-                out[rows] += part
+            out[rows] = sums.sum(axis=0)  # in chunk order
     return out if keep is None else (out, kept)
 
 

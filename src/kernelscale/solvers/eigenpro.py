@@ -11,10 +11,7 @@ without a preconditioner (plain SGD with the same step-size rule) - the comparis
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from types import ModuleType
-
-import numpy as np
 
 from ..backend import asarray
 from ..parallel import one_blas_thread
@@ -97,7 +94,7 @@ class KernelEigenPro(DeviceState):
         step}."""
         xp = self.xp
         idx = xp.asarray(idx)
-        with one_blas_thread() if xp is np else nullcontext():
+        with one_blas_thread():  # the host's products run on the parallel threads
             if self.precond.U is None:  # no preconditioner (k = 0): plain SGD
                 f_B, K_BS = kernel_apply(self.kernel, Xb, self.X, self.alpha, xp), None
             else:

@@ -190,7 +190,4 @@ class _KernelProducts:
                                            None if Yb is None else Yb[a:a + step])
 
         blockwise(run, len(groups), 1)
-        total = sums[0]
-        for part in sums[1:]:  # in group order
-            total += part
-        return total
+        return sums.sum(axis=0)  # in group order
