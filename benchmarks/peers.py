@@ -3,8 +3,10 @@ KernelRidge, ``Nystroem``, ``RBFSampler``), Falkon (Nyström + preconditioned CG
 GPyTorch's SGPR — on the same data, machine and run, one BLAS thread per fit (``--threads``).
 
 Data: the development sets of ``../shared/devdata`` prepared as the pipeline prepares them
-(``realdata.prepared``: seeded split, training-set standardization), or ``toy-classification`` /
-``toy-regression`` (scikit-learn generators, ``--toy-rows`` rows, for the tests).
+(``realdata.prepared``: seeded split, training-set standardization), the generated sets of
+``config/million.yaml`` cut to n rows (``bayes-<n>``, ``deformed-<n>``), or
+``toy-classification`` / ``toy-regression`` (scikit-learn generators, ``--toy-rows`` rows, for
+the tests).
 
 Methods (``--methods``; a peer whose package is not importable is skipped and said so):
 
@@ -32,6 +34,7 @@ Usage (in ``.venv-peers``, ``make peers-env``)::
     python benchmarks/peers.py --data fashion-mnist kin40k protein
     python benchmarks/peers.py --data kin40k --methods ks_nystrom falkon --threads 2 --tag t2
     python benchmarks/peers.py --data bayes-100000 --methods ks_nystrom ks_dsg falkon
+    python benchmarks/peers.py --data deformed-100000 --methods ks_nystrom ks_dsg falkon
 """
 
 from __future__ import annotations
@@ -100,11 +103,34 @@ def bayes(name: str):
     return "binary", (X[:cut], y[:cut].astype(np.int64), X[cut:], y[cut:].astype(np.int64))
 
 
+def deformed(name: str, devdata: Path):
+    """``deformed-<n>``: config/million.yaml's ``fmnist_deformed_1m`` cut to its first n training
+    rows (the 60,000 Fashion-MNIST originals first, then their deformations, generator
+    ``deformed`` at its defaults, seed 0), tested on the 10,000 original test images; pixels
+    0..255 as ``fashion-mnist`` (no standardization)."""
+    from kernelscale.pipeline.data.deformed import DEFAULTS, generate_deformed
+    from kernelscale.pipeline.data.readers.idx import load_idx_images
+
+    folder = devdata / "fashion-mnist"
+    params = {**DEFAULTS, "n_samples": int(name.removeprefix("deformed-")),
+              "path": folder / "train-images-idx3-ubyte.gz",
+              "labels_path": folder / "train-labels-idx1-ubyte.gz"}
+    blocks = list(generate_deformed(params))
+    X = np.concatenate([b.X for b in blocks]).astype(np.float64)
+    y = np.concatenate([b.y for b in blocks]).astype(np.int64)
+    images, labels = load_idx_images(folder / "t10k-images-idx3-ubyte.gz",
+                                     folder / "t10k-labels-idx1-ubyte.gz")
+    return "multiclass", (X, y, images.reshape(len(images), -1).astype(np.float64),
+                          labels.astype(np.int64))
+
+
 def load(name: str, args):
     if name.startswith("toy-"):
         return toy(name, args.toy_rows)
     if name.startswith("bayes-"):
         return bayes(name)
+    if name.startswith("deformed-"):
+        return deformed(name, Path(args.devdata))
     ds = ALIASES.get(name, name)
     specs = realdata.load_devdata_specs(Path(args.devdata))
     if ds not in specs:
@@ -575,8 +601,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", nargs="+", default=["fashion-mnist", "kin40k", "protein"],
-                   help=f"{sorted(ALIASES)}, a devdata.yaml name, or toy-classification / "
-                        "toy-regression")
+                   help=f"{sorted(ALIASES)}, a devdata.yaml name, bayes-<n>, deformed-<n>, or "
+                        "toy-classification / toy-regression")
     p.add_argument("--methods", nargs="*", help=f"default: all of {KS + PEERS}")
     p.add_argument("--settings", nargs="+", default=["own", "ks"], choices=("own", "ks"),
                    help="the peers' settings: their own and/or kernelscale's")
@@ -622,7 +648,7 @@ def main(argv=None) -> int:
         rows = race(args)
     load_avg = os.getloadavg()[0]
     header = (f"# Peer race `{args.tag}`\n\n"
-              f"{platform.node()}, {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}),"
+              f"{platform.node()}, {os.cpu_count()} CPUs ({realdata.cpu_name()}),"
               f" load average {load_avg:.1f} at the end; {(time.time() - t0) / 60:.1f} min in all."
               f"\n\nVersions: {versions()}.\n\nCommand: `python benchmarks/peers.py "
               f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n"

@@ -118,6 +118,20 @@ def make_reference(name: str, task: str, n_rows: int = 0):
 DEVICE = "cpu"  # --device: where the algorithms fit (references stay on the CPU)
 
 
+def cpu_name() -> str:
+    """The CPU's model name and widest vector extension (Linux ``/proc/cpuinfo``): float64 exp,
+    which sets the time of the host's kernel values, is vectorized by numpy only with AVX-512."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    field = {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in info.splitlines())
+             if k.strip() in ("model name", "flags")}
+    flags = set(field.get("flags", "").split())
+    simd = next((f for f in ("avx512f", "avx2", "avx") if f in flags), "no AVX")
+    return f"{field.get('model name', platform.machine())}, {simd.upper()}"
+
+
 def _gpu_name() -> str:
     try:
         import cupy
@@ -503,7 +517,7 @@ def main(argv=None) -> int:
     load = os.getloadavg()
     where = ("Rows joined from the runs' CSVs (machine and device: see each run's report)"
              if args.report else
-             f"{platform.node()}, {os.cpu_count()} CPUs, algorithms on {args.device}"
+             f"{platform.node()}, {os.cpu_count()} CPUs ({cpu_name()}), algorithms on {args.device}"
              f"{' (' + _gpu_name() + ')' if args.device == 'gpu' else ''}, "
              f"{args.threads} thread(s) per fit, load average {load[0]:.1f} at the end; "
              f"{(time.time() - t0) / 60:.1f} min in all; training rows capped at "

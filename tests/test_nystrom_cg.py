@@ -145,3 +145,29 @@ def test_a_cg_pass_is_k_transpose_k_v_at_any_thread_count():
     assert np.allclose(out[1][0], K.T @ (K @ V), rtol=1e-10)
     assert np.allclose(out[1][1], K.T @ Y, rtol=1e-10, atol=1e-9)
     assert all(np.array_equal(a, b) for a, b in zip(out[1], out[2], strict=True))
+
+
+def test_cg_with_k_nz_stored_reads_x_once_and_fits_the_same_bits(data, tmp_path, monkeypatch):
+    zarr = pytest.importorskip("zarr")
+    import kernelscale.solvers.nystrom as nystrom
+    from kernelscale.budget import kernel_matrix_bytes
+
+    X, Y = data
+    Z = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=X.shape, chunks=(500, 6),
+                        dtype="f8")
+    Z[:] = X
+    kw = dict(n_components=200, reg=1e-6, bandwidth=2.0, random_state=0, solver="cg", n_iter=12)
+    assert kernel_matrix_bytes(type("E", (), {"memory_budget": 2.0})) == 2 << 20
+    reads = []
+    iter_row_chunks = nystrom.iter_row_chunks
+    monkeypatch.setattr(nystrom, "iter_row_chunks",
+                        lambda A, rows: reads.append(A is Z) or iter_row_chunks(A, rows))
+    # 3,000 x 200 kernel values are 4.8 MB: over a 1 MB budget, within the default share
+    recomputed = NystromRidgeRegressor(engine={**CPU, "memory_budget": 1.0}, **kw).fit(Z, Y)
+    assert reads.count(True) == recomputed.n_iter_ + 1 == 13
+    reads.clear()
+    stored = NystromRidgeRegressor(engine=CPU, **kw).fit(Z, Y)
+    assert reads.count(True) == 1 and len(reads) == 13
+    assert np.array_equal(stored.solver_.coef, recomputed.solver_.coef)
+    in_memory = NystromRidgeRegressor(engine=CPU, **kw).fit(X, Y)
+    assert np.array_equal(in_memory.solver_.coef, recomputed.solver_.coef)

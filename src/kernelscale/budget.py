@@ -151,6 +151,21 @@ def budget_window(engine, X, batch_size: int, block_size: int, model_dtype,
     return window_rows_for(X, budget, batch_size, block_size, model_dtype, work_bytes)
 
 
+KERNEL_MEMORY_SHARE = 0.6  # of the memory available now, for a kernel matrix held whole
+
+
+def kernel_matrix_bytes(engine=None) -> int:
+    """Bytes a kernel matrix held whole may take: ``engine.memory_budget`` when set, else
+    ``KERNEL_MEMORY_SHARE`` of the memory available now (exact solvers' n x n matrix, Nyström
+    CG's stored K_nZ)."""
+    budget = getattr(engine, "memory_budget", None)
+    if budget is not None:
+        return int(budget * MB)
+    import psutil
+
+    return int(KERNEL_MEMORY_SHARE * psutil.virtual_memory().available)
+
+
 def _status_bytes(field: str) -> int | None:
     """A ``/proc/self/status`` size field in bytes (None where ``/proc`` is absent): the one
     reader behind ``peak_rss_bytes`` and ``rss_bytes``."""

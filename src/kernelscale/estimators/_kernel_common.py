@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
+from ..budget import kernel_matrix_bytes
 from ..kernels import make_kernel, resolve_bandwidth
 from ..kernels.selection import select
 from ..losses import make_loss
@@ -30,10 +31,8 @@ def n_features_rule(n: int, value, floor: int = 1000) -> int:
 
 
 def exact_max_n(itemsize: int = 8) -> int:
-    """Largest n whose n x n kernel matrix takes at most 60 % of the memory available now."""
-    import psutil
-
-    return int(math.sqrt(0.6 * psutil.virtual_memory().available / itemsize))
+    """Largest n whose n x n kernel matrix fits ``budget.kernel_matrix_bytes()``."""
+    return int(math.sqrt(kernel_matrix_bytes() / itemsize))
 
 
 def auto_kernel(est, X, Y, want_alpha: bool):

@@ -65,15 +65,19 @@ class NystromRidge(DeviceState):
         self.xp, self.kernel, self.Z, self.rcond, self.coef = xp, kernel, Z, rcond, None
 
     def fit(self, X, Y, ridge: float, dtype, chunk_rows: int = 8192, rows=None,
-            method: str = "direct", tol: float = 1e-3, max_iter: int = 30):
+            method: str = "direct", tol: float = 1e-3, max_iter: int = 30,
+            store_kernel: bool = False):
         """Solve the ridge system by ``method`` (module docstring); ``tol`` and ``max_iter`` are
-        CG's. ``rows``: runs the chunks' products (``rows.sum``; numpy backend), None: this
+        CG's; ``store_kernel``: CG keeps K_nZ (n x m in ``dtype``, host and local rows only)
+        from its first pass instead of forming it in every pass (FALKON's implementation does
+        the same where memory allows), the same iterates. ``rows``: runs the chunks' products (``rows.sum``; numpy backend), None: this
         process. Sets ``coef``, ``method``, ``rank`` (eigenvalues kept; m for "cg"), ``n_iter``
         (CG iterations; 0 for "direct") and ``history`` (CG's residual per iteration)."""
         self.method, self.n_iter, self.history = method, 0, {}
         xp, rows = self.xp, rows if self.xp is np else None
         if method == "cg":
-            return self._fit_cg(X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter)
+            return self._fit_cg(X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter,
+                                store_kernel)
         s, U = xp.linalg.eigh(self.kernel(self.Z))
         keep = s > self.rcond * float(s.max())
         r = self.rank = int(keep.sum())
@@ -87,15 +91,20 @@ class NystromRidge(DeviceState):
         self.coef = T @ xp.asarray(w, dtype=dtype)
         return self
 
-    def _fit_cg(self, X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter):
+    def _fit_cg(self, X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter, store_kernel):
         xp, Z = self.xp, self.Z
         n, m = int(X.shape[0]), int(Z.shape[0])
         self.rank = m
 
+        store = np.empty((n, m), dtype=dtype) if store_kernel and xp is np and rows is None \
+            else None
+
         def gram(V):
-            """K_nZ^T (K_nZ V), or K_nZ^T Y for V None, summed over row chunks (host float64)."""
-            return _chunk_sum(_KernelProducts(self.kernel, Z, V, dtype, xp), X,
-                              Y if V is None else None, chunk_rows, rows)
+            """K_nZ^T (K_nZ V), or K_nZ^T Y for V None, summed over row chunks (host float64);
+            with ``store``, the first (V None) fills it and the others read it instead of X."""
+            task = _KernelProducts(self.kernel, Z, V, dtype, xp, store)
+            return _chunk_sum(task, store if task.stored else X, Y if V is None else None,
+                              chunk_rows, rows)
 
         # the preconditioner on the host in float64, whatever the device and dtype
         Kzz = np.asarray(to_numpy(self.kernel(Z)), dtype=np.float64)
@@ -159,23 +168,31 @@ class _KernelProducts:
     task for the dask cluster and the local loop alike. A GPU takes the block whole; the host
     takes it in pieces of ``HOST_PIECE_BYTES`` of kernel values (dense rows: ``Kernel.tile``),
     groups of ``GROUP_PIECES`` pieces shared out over the ``parallel`` threads and their sums
-    added in group order (the same bits at any thread count)."""
+    added in group order (the same bits at any thread count). ``store``: an (n, m) host array
+    of K_nZ, filled by the pass with V None; the passes with V then take its row blocks as
+    their blocks (``stored``) instead of X's, the same values in the same order."""
 
-    def __init__(self, kernel, Z, V, dtype, xp):
+    def __init__(self, kernel, Z, V, dtype, xp, store=None):
         self.kernel, self.Z, self.V, self.dtype, self.xp = kernel, Z, V, dtype, xp
+        self.store, self.stored = store, store is not None and V is not None
 
-    def _piece(self, rows, Yb):
+    def _piece(self, rows, Yb, at):
         xp = self.xp
-        if xp is np and not is_sparse(rows):
+        if self.stored:
+            K = rows
+        elif xp is np and not is_sparse(rows):
             K = self.kernel.tile(self.kernel.tile_rows(asarray(rows, np, self.dtype)), self.Z)
         else:
             K = self.kernel(asarray(rows, xp, self.dtype), self.Z)
+        if self.store is not None and self.V is None:
+            self.store[at:at + K.shape[0]] = K
         return K.T @ (K @ self.V if self.V is not None else xp.asarray(Yb, dtype=self.dtype))
 
     def __call__(self, block, Yb=None, lo=0):
-        check_finite_rows(block, lo, "X")
+        if not self.stored:
+            check_finite_rows(block, lo, "X")
         if self.xp is not np:
-            return self._piece(block, Yb)
+            return self._piece(block, Yb, lo)
         n, m = int(block.shape[0]), int(self.Z.shape[0])
         step = max(1, HOST_PIECE_BYTES // (m * np.dtype(self.dtype).itemsize))
         starts = range(0, n, step)
@@ -187,7 +204,7 @@ class _KernelProducts:
             for g in range(g0, g1):
                 for a in starts[groups[g]:groups[g] + GROUP_PIECES]:
                     sums[g] += self._piece(block[a:a + step],
-                                           None if Yb is None else Yb[a:a + step])
+                                           None if Yb is None else Yb[a:a + step], lo + a)
 
         blockwise(run, len(groups), 1)
         return sums.sum(axis=0)  # in group order
