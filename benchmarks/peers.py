@@ -578,14 +578,19 @@ def figure(rows, path: Path):
         rs = [r for r in rows if r["dataset"] == ds and r["status"] == "ok"]
         reg = rs and rs[0]["task"] == "regression"
         scale = 1.0 if reg else 100.0
+        top = 2 * scale * min((r["score"] for r in rs), default=0.0)  # rows beyond: off the chart
         for r in rs:
             label = r["method"] + ("" if r["setting"] == "default" else f" ({r['setting']})")
+            if scale * r["score"] > top > 0:
+                label += f": {scale * r['score']:.3g}, off the chart"
             style = "-" if r["method"].startswith("ks_") else "--"
             pts = list(r.get("curve") or [])
             if not pts or abs(pts[-1][1] - r["score"]) > 1e-9:
                 pts.append((r["fit_s"], r["score"]))
             t, e = zip(*pts, strict=True)
             ax.plot(t, [scale * v for v in e], style, marker="o", ms=3, label=label)
+        if top > 0:
+            ax.set_ylim(top=min(ax.get_ylim()[1], top))
         ax.set_xscale("log")
         ax.set_xlabel("fit wall time, s")
         ax.set_ylabel("test RMSE" if reg else "test error, %")
