@@ -154,13 +154,12 @@ def budget_window(engine, X, batch_size: int, block_size: int, model_dtype,
 KERNEL_MEMORY_SHARE = 0.6  # of the memory available now, for a kernel matrix held whole
 
 
-def kernel_matrix_bytes(engine=None) -> int:
-    """Bytes a kernel matrix held whole may take: ``engine.memory_budget`` when set, else
-    ``KERNEL_MEMORY_SHARE`` of the memory available now (exact solvers' n x n matrix, Nyström
-    CG's stored K_nZ)."""
-    budget = getattr(engine, "memory_budget", None)
-    if budget is not None:
-        return int(budget * MB)
+def kernel_matrix_bytes(budget_mb: float | None = None) -> int:
+    """Bytes a kernel matrix held whole may take: ``budget_mb`` (an engine's ``memory_budget``)
+    when set, else ``KERNEL_MEMORY_SHARE`` of the memory available now (exact solvers' n x n
+    matrix, Nyström CG's stored K_nZ)."""
+    if budget_mb is not None:
+        return int(budget_mb * MB)
     import psutil
 
     return int(KERNEL_MEMORY_SHARE * psutil.virtual_memory().available)

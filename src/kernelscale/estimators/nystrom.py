@@ -4,11 +4,9 @@ Method to Speed Up Kernel Machines", NIPS 2001): ``NystromRidgeClassifier`` /
 
 from __future__ import annotations
 
-import numpy as np
 import scipy.sparse
 from sklearn.base import ClassifierMixin, RegressorMixin
 
-from ..budget import kernel_matrix_bytes
 from ..params import REG, Int, OneOf, Real, store_params
 from ..solvers._common import take_rows
 from ..solvers.nystrom import METHODS, NystromRidge, auto_method
@@ -44,8 +42,7 @@ solver : {"auto", "direct", "cg"}, default="auto"
     "FALKON: An Optimal Large Scale Kernel Method", NIPS 2017, Alg. 1), O(n m (d + C)) flops
     per iteration for C outputs. "auto": the one with fewer flops at ``n_iter`` iterations
     (``solvers.nystrom.auto_method``). Fitted: ``solver_.method``. On the host CG keeps
-    K_nZ from its first pass when n x m values fit ``budget.kernel_matrix_bytes`` (the
-    engine's ``memory_budget``, else 60 % of the memory available).
+    K_nZ when it fits ``budget.kernel_matrix_bytes``.
 tol : float > 0, default=1e-3
     CG stops when every output's relative residual ||b - A w|| / ||b|| of the preconditioned
     system is below it.
@@ -106,10 +103,9 @@ class _NystromBase(KernelEstimatorBase):
         d_eff = X.nnz / n if hasattr(X, "nnz") else X.shape[1]  # the kernel's cost per row
         method = (auto_method(d_eff, int(Z.shape[0]), Y.shape[1], self.n_iter)
                   if self.solver == "auto" else self.solver)
-        store = n * int(Z.shape[0]) * np.dtype(dtype).itemsize <= kernel_matrix_bytes(self.engine_)
         self.solver_.fit(X, Y, self._alpha, dtype, self.engine_.pass_rows or NYSTROM_PASS_ROWS,
-                         rows=None if sparse else cluster_rows(), method=method,
-                         tol=self.tol, max_iter=self.n_iter, store_kernel=store)
+                         rows=None if sparse else cluster_rows(), method=method, tol=self.tol,
+                         max_iter=self.n_iter, memory_budget=self.engine_.memory_budget)
         self.n_components_ = int(Z.shape[0])
         self.rank_ = self.solver_.rank
         self.n_iter_, self.history_ = self.solver_.n_iter, self.solver_.history

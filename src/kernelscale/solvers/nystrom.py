@@ -33,6 +33,7 @@ import numpy as np
 import scipy.linalg
 
 from ..backend import asarray, is_sparse, to_numpy
+from ..budget import kernel_matrix_bytes
 from ..parallel import blockwise
 from ..stream import check_finite_rows, iter_row_chunks
 from ._common import DeviceState, kernel_apply
@@ -66,18 +67,20 @@ class NystromRidge(DeviceState):
 
     def fit(self, X, Y, ridge: float, dtype, chunk_rows: int = 8192, rows=None,
             method: str = "direct", tol: float = 1e-3, max_iter: int = 30,
-            store_kernel: bool = False):
+            memory_budget: float | None = None):
         """Solve the ridge system by ``method`` (module docstring); ``tol`` and ``max_iter`` are
-        CG's; ``store_kernel``: CG keeps K_nZ (n x m in ``dtype``, host and local rows only)
-        from its first pass instead of forming it in every pass (FALKON's implementation does
-        the same where memory allows), the same iterates. ``rows``: runs the chunks' products (``rows.sum``; numpy backend), None: this
-        process. Sets ``coef``, ``method``, ``rank`` (eigenvalues kept; m for "cg"), ``n_iter``
-        (CG iterations; 0 for "direct") and ``history`` (CG's residual per iteration)."""
+        CG's. ``rows``: runs the chunks' products (``rows.sum``; numpy backend), None: this
+        process. CG on the host with local rows keeps K_nZ from its first pass, instead of
+        forming it in every pass, when its n x m values fit
+        ``budget.kernel_matrix_bytes(memory_budget)`` (as FALKON's implementation does where
+        memory allows): the same iterates. Sets ``coef``, ``method``, ``rank`` (eigenvalues
+        kept; m for "cg"), ``n_iter`` (CG iterations; 0 for "direct") and ``history`` (CG's
+        residual per iteration)."""
         self.method, self.n_iter, self.history = method, 0, {}
         xp, rows = self.xp, rows if self.xp is np else None
         if method == "cg":
             return self._fit_cg(X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter,
-                                store_kernel)
+                                memory_budget)
         s, U = xp.linalg.eigh(self.kernel(self.Z))
         keep = s > self.rcond * float(s.max())
         r = self.rank = int(keep.sum())
@@ -91,13 +94,14 @@ class NystromRidge(DeviceState):
         self.coef = T @ xp.asarray(w, dtype=dtype)
         return self
 
-    def _fit_cg(self, X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter, store_kernel):
+    def _fit_cg(self, X, Y, ridge, dtype, chunk_rows, rows, tol, max_iter, memory_budget):
         xp, Z = self.xp, self.Z
         n, m = int(X.shape[0]), int(Z.shape[0])
         self.rank = m
 
-        store = np.empty((n, m), dtype=dtype) if store_kernel and xp is np and rows is None \
-            else None
+        fits = (xp is np and rows is None
+                and n * m * np.dtype(dtype).itemsize <= kernel_matrix_bytes(memory_budget))
+        store = np.empty((n, m), dtype=dtype) if fits else None
 
         def gram(V):
             """K_nZ^T (K_nZ V), or K_nZ^T Y for V None, summed over row chunks (host float64);
