@@ -52,6 +52,12 @@ CANDIDATES = {
 # parameters that choose which other parameters a fit uses: each value is a setting tried
 SWITCHES = ("solver", "loss", "step_schedule", "schedule", "precondition", "n_eigenvectors")
 # (estimator name prefix, parameter): why a new value leaves this tiny fit's outputs unchanged
+# (class prefix, name) -> the setting where a value may leave the outputs bit-equal
+NO_CHANGE_AT = {
+    # n_eigenvectors=0 (kernel SGD) needs only lambda_1 for the step, which "eigh" and the
+    # randomized range finder both give to rounding: bit-equal on some CPUs (AMD EPYC, AVX2)
+    ("EigenPro", "eig_method"): {"n_eigenvectors": 0},
+}
 NO_CHANGE = {
     ("", "verbose"): "progress lines only (test_verbose)",
     ("", "warm_start"): "a first fit starts from scratch; continued fits: the warm-start tests",
@@ -153,6 +159,9 @@ def test_every_parameter_is_used_or_refused(cls):
     for over, params, ref in settings:
         for name in names:
             if name in over or any(cls.__name__.startswith(p) and name == q for p, q in NO_CHANGE):
+                continue
+            if any(cls.__name__.startswith(p) and name == q and over == o
+                   for (p, q), o in NO_CHANGE_AT.items()):
                 continue
             current = params.get(name, _defaults(cls)[name])
             verdicts = []
