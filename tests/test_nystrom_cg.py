@@ -100,17 +100,23 @@ def test_cg_model_pickles_without_its_solver_state(data):
 
 
 def test_auto_picks_the_solver_with_fewer_flops(data):
-    # Fashion-MNIST's shape (d 784, 10 classes, m 2,695): the one-pass normal equations;
-    # 10^6 rows of 20 features (m 13,004): CG; few centres: direct
-    assert auto_method(784, 2695, 10, 20) == "direct"
-    assert auto_method(20, 13004, 1, 20) == "cg"
-    assert auto_method(8, 500, 1, 20) == "direct"
-    assert auto_method(8, 500, 1, 1) == "cg"
+    # on the host CG reads the kept K_nZ after its first pass: Fashion-MNIST's shape (d 784,
+    # 10 classes, m 2,695) takes CG there, the normal equations on a GPU, where each pass forms
+    # K_nZ again; 10 classes over 852 centres (penbased): direct; one output over 500: CG unless
+    # its passes outnumber what the direct solve adds
+    assert auto_method(784, 2695, 10, 30) == "cg"
+    assert auto_method(784, 2695, 10, 30, host=False) == "direct"
+    assert auto_method(16, 852, 10, 30) == "direct"
+    assert auto_method(20, 13004, 1, 30, host=False) == "cg"
+    assert auto_method(8, 500, 1, 30) == "cg"
+    assert auto_method(8, 500, 1, 100) == "direct"
+    assert auto_method(8, 500, 1, 20, host=False) == "direct"
+    assert auto_method(8, 500, 1, 1, host=False) == "cg"
     X, Y = data
     kw = dict(n_components=300, reg=1e-3, bandwidth=2.0, random_state=0, engine=CPU)
-    small = NystromRidgeRegressor(**kw).fit(X, Y)
+    small = NystromRidgeRegressor(n_iter=100, **kw).fit(X, Y)  # 100 x 16 x 2 >= 3 x 300
     assert small.solver_.method == "direct" and chosen_settings(small)["solver"] == "direct"
-    few = NystromRidgeRegressor(n_iter=2, **kw).fit(X, Y)
+    few = NystromRidgeRegressor(n_iter=20, **kw).fit(X, Y)  # 20 x 16 x 2 < 3 x 300
     assert few.solver_.method == "cg" and chosen_settings(few)["solver"] == "cg"
 
 

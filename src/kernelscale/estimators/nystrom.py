@@ -4,6 +4,7 @@ Method to Speed Up Kernel Machines", NIPS 2001): ``NystromRidgeClassifier`` /
 
 from __future__ import annotations
 
+import numpy as np
 import scipy.sparse
 from sklearn.base import ClassifierMixin, RegressorMixin
 
@@ -41,8 +42,8 @@ solver : {"auto", "direct", "cg"}, default="auto"
     solve. "cg": conjugate gradients with FALKON's preconditioner (Rudi, Carratino, Rosasco,
     "FALKON: An Optimal Large Scale Kernel Method", NIPS 2017, Alg. 1), O(n m (d + C)) flops
     per iteration for C outputs. "auto": the one with fewer flops at ``n_iter`` iterations
-    (``solvers.nystrom.auto_method``). Fitted: ``solver_.method``. On the host CG keeps
-    K_nZ when it fits ``budget.kernel_matrix_bytes``.
+    (``solvers.nystrom.auto_method``; on the host CG keeps K_nZ when it fits
+    ``budget.kernel_matrix_bytes``, and the count assumes it does). Fitted: ``solver_.method``.
 tol : float > 0, default=1e-3
     CG stops when every output's relative residual ||b - A w|| / ||b|| of the preconditioned
     system is below it.
@@ -101,7 +102,7 @@ class _NystromBase(KernelEstimatorBase):
         Z = xp.asarray(Z.toarray() if sparse else Z, dtype=dtype)  # the m landmarks: dense
         self.solver_ = NystromRidge(self.kernel_, Z, xp, rcond=float(self.rcond))
         d_eff = X.nnz / n if hasattr(X, "nnz") else X.shape[1]  # the kernel's cost per row
-        method = (auto_method(d_eff, int(Z.shape[0]), Y.shape[1], self.n_iter)
+        method = (auto_method(d_eff, int(Z.shape[0]), Y.shape[1], self.n_iter, host=xp is np)
                   if self.solver == "auto" else self.solver)
         self.solver_.fit(X, Y, self._alpha, dtype, self.engine_.pass_rows or NYSTROM_PASS_ROWS,
                          rows=None if sparse else cluster_rows(), method=method, tol=self.tol,

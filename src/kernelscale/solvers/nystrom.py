@@ -43,16 +43,21 @@ METHODS = ("direct", "cg")
 HOST_PIECE_BYTES = 4 << 20  # kernel values per piece of a CG pass on the host (docs/design.md)
 GROUP_PIECES = 8  # pieces per thread's share of a CG pass on the host
 KERNEL_VALUE_FLOPS = 250  # a kernel value's exp and memory traffic, in GEMM flops (docs/design.md)
+STORED_VALUE_FLOPS = 16  # a kept kernel value's two memory-bound products, per output (docs/design.md)
 
 
-def auto_method(d_eff: float, m: int, n_outputs: int, max_iter: int) -> str:
+def auto_method(d_eff: float, m: int, n_outputs: int, max_iter: int, host: bool = True) -> str:
     """"cg" when its ``max_iter`` passes beyond the first cost less than what the direct solve
     adds to one pass, the products K T and Phi^T Phi (3 m flops per kernel value, plus 8 m^2 / n
     for the eigendecomposition against CG's two Cholesky factors: omitted, n >> m); else
-    "direct". A pass costs, per kernel value, ``KERNEL_VALUE_FLOPS`` for its evaluation and
-    memory traffic, 2 ``d_eff`` for the distances and 4 C for K V and K^T U (C = ``n_outputs``).
-    ``d_eff``: features per row (non-zeros per row for sparse X)."""
-    per_pass = KERNEL_VALUE_FLOPS + 2 * d_eff + 4 * n_outputs
+    "direct". Costs per kernel value, in GEMM flops: on the host (``host``) CG keeps K_nZ from
+    its first pass and a later pass reads it, ``STORED_VALUE_FLOPS`` per output; on a GPU a pass
+    forms K_nZ again, ``KERNEL_VALUE_FLOPS`` for its evaluation and memory traffic, 2 ``d_eff``
+    for the distances and 4 C for K V and K^T U (C = ``n_outputs``). ``d_eff``: features per
+    row (non-zeros per row for sparse X). The choice assumes the kept K_nZ on the host even where
+    memory or dask rows make CG form it again (slower, the same model)."""
+    per_pass = (STORED_VALUE_FLOPS * n_outputs if host
+                else KERNEL_VALUE_FLOPS + 2 * d_eff + 4 * n_outputs)
     return "cg" if max_iter * per_pass < 3 * m else "direct"
 
 
