@@ -51,13 +51,13 @@ CANDIDATES = {
 }
 # parameters that choose which other parameters a fit uses: each value is a setting tried
 SWITCHES = ("solver", "loss", "step_schedule", "schedule", "precondition", "n_eigenvectors")
-# (estimator name prefix, parameter): why a new value leaves this tiny fit's outputs unchanged
 # (class prefix, name) -> the setting where a value may leave the outputs bit-equal
 NO_CHANGE_AT = {
     # n_eigenvectors=0 (kernel SGD) needs only lambda_1 for the step, which "eigh" and the
     # randomized range finder both give to rounding: bit-equal on some CPUs (AMD EPYC, AVX2)
     ("EigenPro", "eig_method"): {"n_eigenvectors": 0},
 }
+# (estimator name prefix, parameter): why a new value leaves this tiny fit's outputs unchanged
 NO_CHANGE = {
     ("", "verbose"): "progress lines only (test_verbose)",
     ("", "warm_start"): "a first fit starts from scratch; continued fits: the warm-start tests",
